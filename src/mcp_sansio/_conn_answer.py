@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from math import isfinite
-from typing import Any
+from typing import Any, Final
 
 from . import _modern, _tasks
 from ._conn_base import _CACHEABLE_METHODS, _COMPLETE, _LEGACY, _LOG_RANK, _MODERN, _ConnectionBase
@@ -19,7 +19,15 @@ from ._errors import LocalProtocolError
 from ._events import RequestReceived
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
-from ._revision_fields import LACKING, RESULTS_FITTED, fit, fit_result
+from ._revision_fields import LACKING, RESULTS_FITTED, fit_result
+
+#: The revisions whose progress notification has no ``message`` (2024-11-05: it came in
+#: 2025-03-26), where send_progress leaves it out rather than fit a dict built with it.
+_NO_PROGRESS_MESSAGE: Final = frozenset(
+    version
+    for version, lacking in LACKING.items()
+    if "message" in lacking.get("ProgressNotificationParams", ())
+)
 
 
 class _Answering(_ConnectionBase):
@@ -320,10 +328,8 @@ class _Answering(_ConnectionBase):
         params: dict[str, Any] = {"progressToken": inbound.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None:
+        if message is not None and self._version not in _NO_PROGRESS_MESSAGE:
             params["message"] = message
-            if self._version is not None:  # (2024-11-05 has no message: it goes without)
-                params = dict(fit("ProgressNotificationParams", params, self._version))
         self._emit(notification("notifications/progress", params), request_id)
         return True
 
