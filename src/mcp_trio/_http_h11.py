@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias, cast
 
 import h11
 
@@ -46,7 +46,7 @@ END_OF_MESSAGE: Final = h11.EndOfMessage()
 """Every message's end (no trailers), our requests' and the server's responses':
 h11 events are immutable, one does for all."""
 
-# ------------------------------------------------------------------ validated header sets
+# ------------------------------------------------------------------ validated header fields
 #
 # Theory of operation. h11 checks every field of every message it is given as a list:
 # two regexes (name, value) and a lower-casing each (``h11._headers.normalize_and_validate``),
@@ -54,9 +54,17 @@ h11 events are immutable, one does for all."""
 # every request of a session (host, accept, content-type, session id, version, user
 # agent, ...), and a server the same few with every answer: only the Content-Length,
 # our own digits, changes. An h11 event takes an ``h11._headers.Headers`` as it is,
-# unchecked. So each distinct tuple of fields is validated once, by h11's own function
-# (nothing passes that it would refuse), and kept in a bounded table; a message gets a
-# ``Headers`` of those fields and its length.
+# unchecked. So each distinct field is validated once, by h11's own function (nothing
+# passes that it would refuse), and kept in a bounded table; a message gets a ``Headers``
+# of those fields and its length. Per field, not per message: a modern request's
+# ``Mcp-Name`` (a resource's URI, a tool's name) and ``Mcp-Param-*`` values change from
+# one request to the next, and only they are then checked again.
+#
+# Two exceptions. h11 checks Content-Length and Transfer-Encoding across fields (two
+# lengths merge or conflict; two codings are refused), so a message naming either takes
+# h11's public path, whole. And a credential (``Authorization``, ``DPoP``, a cookie) is
+# checked each time and never kept: the table is the module's, and outlives the client
+# or session that sent it.
 #
 # ``Headers``, ``normalize_and_validate`` and ``Headers._full_items`` are h11's private
 # API (pyproject asks for h11>=0.16, with no upper bound). :func:`_h11_private` probes
@@ -115,53 +123,71 @@ def _h11_private() -> _Private | None:
 _H11: Final = _h11_private()
 """h11's private header API, when it behaves as relied on; else ``None``."""
 
-VALIDATED_MAX: Final = 64
-"""How many distinct tuples of fields :func:`head_fields` keeps validated (then it
-forgets them all): a session's requests have a few; a server's answers a few, times
-the CORS origins it echoes."""
-_VALIDATED: Final[dict[tuple[_Field, ...], list[_Item]]] = {}
+VALIDATED_MAX: Final = 256
+"""How many distinct fields :func:`head_fields` keeps validated (then it forgets them
+all, to validate again those still sent): a session's requests have about ten, and one
+more per ``Mcp-Name`` or ``Mcp-Param-*`` value; a server's answers a few, and one per
+CORS origin it echoes and per session id."""
+_VALIDATED: Final[dict[_Field, _Item]] = {}
+_CROSS_FIELD: Final = frozenset((b"content-length", b"transfer-encoding"))
+"""Fields h11 checks across the message: one that names them takes the public path."""
+_CREDENTIALS: Final = frozenset(
+    (b"authorization", b"proxy-authorization", b"dpop", b"cookie", b"set-cookie")
+)
+"""Fields whose values are never kept (checked each time they are sent)."""
 
 
 def head_fields(fields: tuple[_Field, ...], length: bytes | None) -> Headers | list[_Field]:
     """A message head's ``headers`` for h11: ``fields`` (lower-case names, as
     :class:`~mcp_sansio.http.HttpRequest` and ``HttpResponse`` hold them) and a
-    ``Content-Length: length`` unless ``None`` (our own digits). Each distinct tuple
-    of fields is validated once, by h11's own function (see the theory above); fields
-    that name a ``Content-Length`` themselves (a hook's response) take h11's public
-    path every time, which merges it with ours or refuses the two.
+    ``Content-Length: length`` unless ``None`` (our own digits). Each distinct field is
+    validated once, by h11's own function (see the theory above); fields that name a
+    ``Content-Length`` themselves (a hook's response) or a ``Transfer-Encoding`` take
+    h11's public path every time, which merges the lengths or refuses them.
 
     Raises:
-        h11.LocalProtocolError: an illegal field (each time it is given: a refused
-            tuple is not kept).
+        h11.LocalProtocolError: an illegal field (each time it is given: a refused field
+            is not kept).
     """
     private = _H11
     if private is not None:
-        items = _VALIDATED.get(fields)
-        if items is None:
-            items = _validate(private, fields)
+        found = list(map(_VALIDATED.get, fields))  # (C loops: no bytecode per field)
+        items = _validate(private, fields, found) if None in found else cast("list[_Item]", found)
         if items is not None:
-            if length is None:
-                return private.headers(items.copy())  # (no event shares the kept list)
-            return private.headers([*items, (b"content-length", b"content-length", length)])
+            if length is not None:
+                items.append((b"content-length", b"content-length", length))
+            return private.headers(items)
     plain = list(fields)
     if length is not None:
         plain.append((b"content-length", length))
     return plain
 
 
-def _validate(private: _Private, fields: tuple[_Field, ...]) -> list[_Item] | None:
-    """``fields`` validated by h11 and kept, or ``None`` when they name a
-    ``Content-Length`` (not kept).
+def _validate(
+    private: _Private, fields: tuple[_Field, ...], found: list[_Item | None]
+) -> list[_Item] | None:
+    """``fields`` as h11 validates them (``found``: those kept, else ``None``), each
+    kept once validated (credentials aside), or ``None`` when one names a
+    ``Content-Length`` or ``Transfer-Encoding``.
 
     Raises:
         h11.LocalProtocolError: an illegal field.
     """
-    items = private.validate(list(fields))._full_items
-    if any(name == b"content-length" for _, name, _ in items):
-        return None
-    if len(_VALIDATED) >= VALIDATED_MAX:
-        _VALIDATED.clear()
-    _VALIDATED[fields] = items
+    table = _VALIDATED
+    items = []
+    for field, kept in zip(fields, found, strict=True):
+        if kept is not None:
+            items.append(kept)
+            continue
+        (item,) = private.validate([field])._full_items
+        name = item[1]
+        if name in _CROSS_FIELD:
+            return None
+        if name not in _CREDENTIALS:
+            if len(table) >= VALIDATED_MAX:
+                table.clear()
+            table[field] = item
+        items.append(item)
     return items
 
 

@@ -794,7 +794,7 @@ class _Connection:
 
     def _response_events(self, response: HttpResponse, close: bool) -> list[h11.Event]:
         # Every answer but an event stream's head (_stream_head), errors included: its
-        # fields validated once per distinct set (head_fields), the length added.
+        # fields validated once each (head_fields), the length added.
         headers = response.headers
         if self._cors and response.header("access-control-allow-origin") is None:
             headers += self._cors  # (a preflight's answer, or the public metadata, has its own)

@@ -1,6 +1,6 @@
-"""Each distinct set of header fields is validated by h11 once (``_http_h11.head_fields``),
+"""Each distinct header field is validated by h11 once (``_http_h11.head_fields``),
 through h11's private header API: what is relied on of it, the fallback to h11's public
-path, and that nothing h11 would refuse gets through the kept sets."""
+path, and that nothing h11 would refuse gets through the kept fields."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from mcp_trio._http_client import open_http_client
 
 from .test_http_support import (
     IO_TIMEOUT,
+    App,
     RawConnection,
     call,
     client_connection_config,
@@ -32,7 +33,8 @@ from .test_http_support import (
     text_of,
 )
 
-Fields = tuple[tuple[bytes, bytes], ...]
+Field = tuple[bytes, bytes]
+Fields = tuple[Field, ...]
 
 
 @contextmanager
@@ -43,8 +45,8 @@ def public_path() -> Iterator[None]:
 
 
 @contextmanager
-def empty_table() -> Iterator[dict[Fields, Any]]:
-    table: dict[Fields, Any] = {}
+def empty_table() -> Iterator[dict[Field, Any]]:
+    table: dict[Field, Any] = {}
     with mock.patch.object(_http_h11, "_VALIDATED", table):
         yield table
 
@@ -128,7 +130,7 @@ def test_on_the_public_path_nothing_is_kept_and_the_head_is_the_same() -> None:
     extra = [(b"user-agent", b"mcp-trio")]
     with empty_table() as table:
         private = _http_h11.request_events(request, extra)
-        assert len(table) == 1
+        assert set(table) == {(b"host", b"a"), (b"accept", b"*/*"), (b"user-agent", b"mcp-trio")}
     with public_path():
         public = _http_h11.request_events(request, extra)
         assert not _http_h11._VALIDATED
@@ -149,6 +151,8 @@ NAMES = st.sampled_from(
         b"transfer-encoding",
         b"Content-Length",
         b"Connection",
+        b"Authorization",
+        b"dpop",
         b"bad name",
         b"a:b",
         b"",
@@ -182,13 +186,22 @@ def outcome(fields: Fields, length: bytes | None) -> tuple[str, Any]:
     return "sent", h11.Connection(h11.CLIENT).send(head)
 
 
-def kept(fields: Fields) -> bool:
-    """Whether h11's validator takes ``fields`` and they name no Content-Length."""
-    try:
-        h11._headers.normalize_and_validate(list(fields))
-    except h11.LocalProtocolError:
-        return False
-    return all(name.lower() != b"content-length" for name, _ in fields)
+def kept(fields: Fields) -> set[Field]:
+    """Which of ``fields`` the table should hold once they were given: those before the
+    first that h11's validator refuses or that names a Content-Length or
+    Transfer-Encoding, credentials aside."""
+    kept = set()
+    for name, value in fields:
+        try:
+            h11._headers.normalize_and_validate([(name, value)])
+        except h11.LocalProtocolError:
+            break
+        lower = name.lower()
+        if lower in (b"content-length", b"transfer-encoding"):
+            break
+        if lower not in (b"authorization", b"dpop"):
+            kept.add((name, value))
+    return kept
 
 
 @given(
@@ -199,13 +212,14 @@ def test_the_kept_sets_let_through_exactly_what_h11_does(
     fields: Fields, length: bytes | None
 ) -> None:
     """Any fields (illegal ones, Transfer-Encoding in any case or coding, none or two,
-    Content-Length equal to ours or not), given once and again: the same request on
-    the wire, or the same refusal, as h11's public path; a refused set is not kept."""
+    Content-Length equal to ours or not, credentials), given once and again: the same
+    request on the wire, or the same refusal, as h11's public path; a refused field,
+    and a credential, is not kept."""
     with public_path():
         expected = outcome(fields, length)
     with empty_table() as table:
         assert outcome(fields, length) == expected
-        assert (fields in table) == kept(fields)
+        assert set(table) == kept(fields)
         assert outcome(fields, length) == expected  # (from the table, when kept)
 
 
@@ -221,40 +235,60 @@ def test_a_session_id_with_a_line_break_is_refused_every_time() -> None:
         for _ in range(2):
             with pytest.raises(_http_h11.Unframeable, match="Illegal header value"):
                 _http_h11.request_events(request, [])
-        assert not table
+        assert list(table) == [(b"host", b"a")]  # (the field before it, valid)
 
 
 def test_fields_with_a_content_length_of_their_own_are_not_kept() -> None:
     """h11 merges two equal lengths and refuses two that differ: such fields (a hook's
-    response) take the public path, which does."""
+    response) take the public path, which does; the length is not kept."""
     fields = ((b"host", b"a"), (b"content-length", b"2"))
     with empty_table() as table:
         head = h11.Request(method="POST", target="/", headers=_http_h11.head_fields(fields, b"2"))
         assert list(head.headers) == [(b"host", b"a"), (b"content-length", b"2")]
         with pytest.raises(h11.LocalProtocolError, match="conflicting Content-Length"):
             h11.Request(method="POST", target="/", headers=_http_h11.head_fields(fields, b"3"))
-        assert not table
+        assert list(table) == [(b"host", b"a")]
 
 
 def test_the_table_is_bounded() -> None:
+    """Past the bound the table forgets every field, then keeps those sent again."""
+    forgotten = 0
     with empty_table() as table:
         for i in range(_http_h11.VALIDATED_MAX * 2 + 1):
-            fields = ((b"host", b"a"), (b"mcp-session-id", str(i).encode()))
+            before = len(table)
+            fields = ((b"host", b"a"), (b"mcp-name", str(i).encode()))
             headers = _http_h11.head_fields(fields, b"0")
             assert list(headers) == [*fields, (b"content-length", b"0")]
-            assert fields in table
+            assert fields[1] in table
             assert len(table) <= _http_h11.VALIDATED_MAX
-        assert len(table) == 1  # (forgotten all at once, then the last one kept)
+            forgotten += len(table) < before
+        assert forgotten == 2  # (at the 256th name, and at the 511th)
+        assert (b"host", b"a") in table  # (sent again after)
 
 
-def test_a_kept_set_is_not_shared_with_the_events() -> None:
+def test_the_kept_fields_are_not_shared_with_the_events() -> None:
     fields = ((b"host", b"a"),)
     with empty_table() as table:
         first = _http_h11.head_fields(fields, None)
         assert isinstance(first, h11._headers.Headers)
         first._full_items.append((b"x", b"x", b"y"))
         assert list(_http_h11.head_fields(fields, None)) == [(b"host", b"a")]
-        assert table[fields] == [(b"host", b"host", b"a")]
+        assert table == {(b"host", b"a"): (b"host", b"host", b"a")}
+
+
+@pytest.mark.parametrize(
+    "name", ["authorization", "Proxy-Authorization", "DPoP", "cookie", "set-cookie"]
+)
+def test_a_credential_is_checked_every_time_and_never_kept(name: str) -> None:
+    """The table is the module's: a closed client's token must not stay in it."""
+    secret = (name.encode(), b"Bearer s3cret")
+    with empty_table() as table:
+        for _ in range(2):
+            headers = _http_h11.head_fields(((b"host", b"a"), secret), None)
+            assert list(headers) == [(b"host", b"a"), (name.lower().encode(), b"Bearer s3cret")]
+            assert list(table) == [(b"host", b"a")]
+        with pytest.raises(h11.LocalProtocolError, match="Illegal header value"):
+            _http_h11.head_fields(((name.encode(), b"Bearer s3cret\r\nx: 1"),), None)
 
 
 # ------------------------------------------------------------------ both ends, both paths
@@ -285,6 +319,41 @@ async def test_a_sessions_heads_are_validated_once(
             for text in "cde":
                 assert text_of(await client.request("tools/call", call("echo", text=text))) == text
             assert checked == []
+
+
+async def test_a_modern_request_checks_again_only_the_fields_that_changed(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ``resources/read`` names its URI (``Mcp-Name``): only that field is checked
+    again, client and server, where the whole head was."""
+    checked: list[Any] = []
+    real = h11._headers.normalize_and_validate
+
+    def spy(headers: Any, _parsed: bool = False) -> Any:
+        if not _parsed:
+            checked.append(headers)
+        return real(headers, _parsed=_parsed)
+
+    async def read(ctx: Any) -> dict[str, Any]:
+        uri = ctx.params["uri"]
+        return {"contents": [{"uri": uri, "text": uri}]}
+
+    app = App()
+    app.handlers.set_request_handler("resources/read", read)
+    assert _http_h11._H11 is not None
+    monkeypatch.setattr(h11._events, "normalize_and_validate", spy)  # (h11's, given a list)
+    monkeypatch.setattr(_http_h11, "_H11", _http_h11._H11._replace(validate=spy))  # (ours)
+    server = await start_server(nursery, app, http={"response_mode": "json"})
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("modern")
+        ) as client:
+            for uri in ("file:///a", "file:///b"):
+                assert (await client.request("resources/read", {"uri": uri}))["contents"]
+            for uri in ("file:///c", "file:///d"):
+                checked.clear()
+                assert (await client.request("resources/read", {"uri": uri}))["contents"]
+                assert checked == [[(b"mcp-name", uri.encode())]]
 
 
 async def test_calls_go_through_on_both_paths(nursery: trio.Nursery, path: str) -> None:
