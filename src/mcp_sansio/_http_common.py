@@ -93,9 +93,9 @@ LOCAL_HOSTS: Final = ("localhost:*", "127.0.0.1:*", "[::1]:*")
 """The ``Host`` values served by default (loopback names, any port): the HTTP server's
 ``allowed_hosts`` and the WebSocket server's."""
 
-_ABSOLUTE_FORM: Final = re.compile(r"https?://([^/?#@]+)([/?][^#]*)?", re.IGNORECASE | re.DOTALL)
-"""An ``http``/``https`` request target in absolute form (RFC 9112 §3.2.2): the
-authority, then the path and query. Not with userinfo (RFC 9110 §4.2.4: "treat its
+_ABSOLUTE_FORM: Final = re.compile(r"(https?)://([^/?#@]+)([/?][^#]*)?", re.IGNORECASE | re.DOTALL)
+"""An ``http``/``https`` request target in absolute form (RFC 9112 §3.2.2): the scheme,
+the authority, then the path and query. Not with userinfo (RFC 9110 §4.2.4: "treat its
 presence as an error") nor an empty host (§4.2.1: "reject it as invalid"): such a
 target, as any but these two forms, names no resource served here (404)."""
 
@@ -153,16 +153,17 @@ def _index(headers: Headers) -> dict[str, str]:
     return index
 
 
-def _absolute_form(target: str) -> tuple[str, str] | None:
-    """The authority of an absolute-form ``target`` (see :data:`_ABSOLUTE_FORM`) and
-    its origin form (an empty path is ``/``, RFC 9110 §4.2.3); ``None``: not one."""
+def _absolute_form(target: str) -> tuple[str, str, str] | None:
+    """The scheme (lower case), authority and origin form (an empty path is ``/``,
+    RFC 9110 §4.2.3) of an absolute-form ``target`` (see :data:`_ABSOLUTE_FORM`);
+    ``None``: not one."""
     found = _ABSOLUTE_FORM.fullmatch(target)
     if found is None:
         return None
-    authority, rest = found.groups()
+    scheme, authority, rest = found.groups()
     if rest is None:
-        return authority, "/"
-    return authority, rest if rest[0] == "/" else f"/{rest}"
+        return scheme.lower(), authority, "/"
+    return scheme.lower(), authority, rest if rest[0] == "/" else f"/{rest}"
 
 
 def field_value(headers: Headers, name: bytes) -> str | None:
@@ -228,7 +229,7 @@ class HttpRequest:
         if not target.startswith("/"):
             absolute = _absolute_form(target)
             if absolute is not None:
-                target = absolute[1]
+                target = absolute[2]
         return target.partition("?")[0]
 
     @property
@@ -241,8 +242,20 @@ class HttpRequest:
         if not target.startswith("/"):
             absolute = _absolute_form(target)
             if absolute is not None:
-                return absolute[0]
+                return absolute[1]
         return _header(self, "host")
+
+    @property
+    def scheme(self) -> str | None:
+        """The scheme of an absolute-form target, lower case (``"http"`` or
+        ``"https"``); ``None`` for any other target (the origin form, ``"/mcp"``),
+        which names none: the connection says which (a TLS one is ``https``)."""
+        target = self.target
+        if not target.startswith("/"):
+            absolute = _absolute_form(target)
+            if absolute is not None:
+                return absolute[0]
+        return None
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (any case), repeated fields joined with

@@ -402,7 +402,7 @@ class BearerAuth:
             # ignore" it; the authority is what the 421 check vets), else http:// and
             # the Host header.
             host = request.host or "localhost"
-            scheme = "https" if request.target[:8].lower() == "https://" else "http"
+            scheme = request.scheme or "http"
             # (A Host with "/", "?", "#" or "@" would move the request's path into a
             # query, a fragment or userinfo that the htu comparison ignores: a proof
             # signed for another path would pass. Only host[:port] characters here.)

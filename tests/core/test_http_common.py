@@ -112,27 +112,32 @@ def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
 
 
 @pytest.mark.parametrize(
-    ("target", "path", "host"),
+    ("target", "path", "host", "scheme"),
     [
-        ("/mcp", "/mcp", "header.example"),
-        ("/mcp?x=1", "/mcp", "header.example"),
+        ("/mcp", "/mcp", "header.example", None),
+        ("/mcp?x=1", "/mcp", "header.example", None),
         # Absolute form (RFC 9112 3.2.2): its authority in place of the Host header.
-        ("http://127.0.0.1:8000/mcp", "/mcp", "127.0.0.1:8000"),
-        ("HTTPS://Localhost/mcp?x=1", "/mcp", "Localhost"),
-        ("http://[::1]:9/mcp", "/mcp", "[::1]:9"),
-        ("http://localhost", "/", "localhost"),  # (an empty path is "/")
-        ("http://localhost?x=1", "/", "localhost"),
+        ("http://127.0.0.1:8000/mcp", "/mcp", "127.0.0.1:8000", "http"),
+        ("HTTPS://Localhost/mcp?x=1", "/mcp", "Localhost", "https"),
+        ("http://[::1]:9/mcp", "/mcp", "[::1]:9", "http"),
+        ("http://localhost", "/", "localhost", "http"),  # (an empty path is "/")
+        ("http://localhost?x=1", "/", "localhost", "http"),
+        ("https://localhost?x=1", "/", "localhost", "https"),
         # Not a target this form names: userinfo, no host, another scheme, a fragment.
-        ("http://user@localhost/mcp", "http://user@localhost/mcp", "header.example"),
-        ("http:///mcp", "http:///mcp", "header.example"),
-        ("ftp://localhost/mcp", "ftp://localhost/mcp", "header.example"),
-        ("http://localhost/mcp#top", "http://localhost/mcp#top", "header.example"),
-        ("*", "*", "header.example"),
+        ("http://user@localhost/mcp", "http://user@localhost/mcp", "header.example", None),
+        ("https://user@localhost/mcp", "https://user@localhost/mcp", "header.example", None),
+        ("http:///mcp", "http:///mcp", "header.example", None),
+        ("ftp://localhost/mcp", "ftp://localhost/mcp", "header.example", None),
+        ("http://localhost/mcp#top", "http://localhost/mcp#top", "header.example", None),
+        ("https://localhost/mcp#top", "https://localhost/mcp#top", "header.example", None),
+        ("*", "*", "header.example", None),
     ],
 )
-def test_path_and_host_of_each_target_form(target: str, path: str, host: str) -> None:
+def test_path_host_and_scheme_of_each_target_form(
+    target: str, path: str, host: str, scheme: str | None
+) -> None:
     request = HttpRequest(method="POST", target=target, headers={"Host": "header.example"})
-    assert (request.path, request.host) == (path, host)
+    assert (request.path, request.host, request.scheme) == (path, host, scheme)
     assert HttpRequest(method="POST", target="/mcp").host is None
 
 
