@@ -47,8 +47,10 @@ counting from 1 per stream (``0`` is the priming event's id). Every event is kep
 bounded :class:`EventStore`; ``GET`` with ``Last-Event-ID`` replays what followed on that
 stream only, then continues live (or ends, if the stream's request was answered). An
 ended stream is replayable only while it is among the session's last
-``max_ended_streams`` to end (the client that lost its final answer comes back within
-its ``retry``); older ones are discarded from the store, not kept for the session's life.
+``max_ended_streams`` to end with events stored (the client that lost its final answer
+comes back within its ``retry``; a stream answered as JSON, or cancelled before any
+event, stored none and does not count); older ones are discarded from the store, not
+kept for the session's life.
 Replay never skips silently: if the store no longer holds every event after the cursor,
 the answer is ``410 Gone``. Modern streams carry no ids and are not resumable.
 
@@ -1770,7 +1772,8 @@ class HttpServer:
         """The stream ``key`` of ``session`` ended, its events in the store: they stay
         for a resumption (a client that lost the final answer asks for it again with
         ``Last-Event-ID``), but only for the last :attr:`HttpServerConfig.max_ended_streams`
-        streams of the session to end; the oldest beyond is discarded from the store.
+        streams of the session to end with events stored (only those are counted: see
+        :meth:`_finish_legacy`); the oldest beyond is discarded from the store.
         Counted in streams, not time: the core has no clock, and a client resumes within
         the ``retry`` it was told, while a few more of its calls end at most."""
         discard = self._discard_stream

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from mcp_sansio.http import (
+    AwaitResponse,
     EventStore,
     HttpResponse,
     HttpServerConfig,
@@ -29,11 +30,13 @@ from mcp_sansio.http import (
 from .test_http_server import (
     in_session,
     make_server,
+    note,
     open_session,
     outputs,
     payloads,
     req,
     resume,
+    rpc,
     start_call,
 )
 
@@ -76,6 +79,37 @@ def test_only_the_last_ended_streams_of_a_session_are_kept_for_replay() -> None:
     live_conn.send_result(99, {"content": []})  # it ends: sid's oldest kept one goes
     assert _replayed(srv, sid, ended[3]) == 410
     assert isinstance(_replayed(srv, sid, live), list)
+
+
+def test_a_stream_that_stored_no_event_does_not_count() -> None:
+    """The bound counts the streams whose events are kept (``max_ended_streams``: "a
+    session's ended streams whose events are kept"): a call answered as JSON, or one
+    cancelled before any event, leaves nothing to replay, so it pushes no kept stream
+    out."""
+    store = InMemoryEventStore()
+    srv = make_server(
+        event_store=store,
+        max_ended_streams=1,
+        response_mode=lambda method, era: "json" if method == "tools/list" else "sse",
+    )
+    sid = open_session(srv)
+    kept = _answered_call(srv, sid, 2)
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    for rid in range(3, 6):  # answered as JSON: no event stored
+        reply = srv.handle_request(req(body=rpc(rid, "tools/list"), **in_session(sid)), now=0)
+        assert isinstance(reply.decision, AwaitResponse)
+        conn.send_result(rid, {"tools": []})
+        assert outputs(srv)[reply.decision.stream_id].response.status == 200
+    _, cancelled = start_call(srv, sid, 9)  # cancelled before any event of it
+    cancel = note("notifications/cancelled", {"requestId": 9})
+    reply = srv.handle_request(req(body=cancel, **in_session(sid)), now=0)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 202
+    assert outputs(srv)[cancelled].end
+    replay = _replayed(srv, sid, kept)
+    assert isinstance(replay, list) and [m.get("id") for m in replay] == [None, 2]
+    _answered_call(srv, sid, 10)  # one that stored events: now the kept one goes
+    assert _replayed(srv, sid, kept) == 410
 
 
 def test_a_long_lived_session_holds_a_bounded_store() -> None:
