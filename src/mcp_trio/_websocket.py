@@ -6,7 +6,11 @@ custom transports that keep the JSON-RPC message format and lifecycle; see
 module's conventions:
 
 * the endpoint path is ``/mcp`` and the subprotocol is ``mcp`` (a server rejects a
-  handshake that does not offer it with HTTP 400, and any other path with 404);
+  handshake that does not offer it with HTTP 400, and any other path with 404). A
+  server reads the handshake's target as the HTTP server reads a request's: a query
+  is no part of the path, and the absolute form (``GET http://host/mcp``, RFC 9112
+  section 3.2.2; RFC 6455 section 4.2.1: "an absolute HTTP/HTTPS URI") is served, its
+  authority vetted in place of the ``Host`` header;
 * one JSON-RPC message per **text** frame; a binary frame closes the connection with
   code 1003 (unsupported data);
 * a message larger than ``SessionConfig.ws_max_message_size`` (in characters of its
@@ -913,11 +917,13 @@ async def _serve_connection(
                 )
             if waiting.cancelled_caught:
                 return  # (the reader ended first: no handshake will come)
-            if request.path != MCP_PATH:
+            # (read as HTTP's: request.path is the whole target, a query or the absolute
+            # form included; HttpRequest.path is its path)
+            head = HttpRequest(method="GET", target=request.path, headers=_head_headers(request))
+            if head.path != MCP_PATH:
                 refused = True
                 await request.reject(404, body=b"not found: MCP is served at /mcp\n")
                 return
-            head = HttpRequest(method="GET", target=request.path, headers=_head_headers(request))
             refusal = None if guard is None else guard.refusal(head)
             if refusal is not None:  # (before the rest, as HTTP does: see _Guard)
                 refused = True
@@ -1007,12 +1013,14 @@ class _Guard:
     def refusal(self, head: HttpRequest) -> HttpResponse | None:
         """``403`` for an ``Origin`` not allowed (none: not a browser, it passes),
         ``421`` for a ``Host`` not allowed (warned about as HTTP's are: see
-        :class:`~mcp_trio._util.RefusedHosts`); ``None`` to go on."""
+        :class:`~mcp_trio._util.RefusedHosts`): the host the handshake is for, an
+        absolute-form target's authority in place of the header (:attr:`HttpRequest.host`,
+        as HTTP); ``None`` to go on."""
         origin = head.header("origin")
         if origin is not None and not origin_allowed(origin, self.origins):
             logger.debug("WebSocket: refused a handshake from Origin %r (403)", origin)
             return _refusal(403, f"Forbidden: Origin {origin!r} is not allowed")
-        host = head.header("host")
+        host = head.host
         if self.hosts is not None and not host_allowed(host, self.hosts):
             self._refused.note(host)
             return misdirected(host, _HOSTS_SETTING)

@@ -43,12 +43,14 @@ async def _serve(nursery: trio.Nursery, server: Server, **options: Any) -> int:
     return handle.port
 
 
-async def _handshake(port: int, headers: Sequence[tuple[str, str]]) -> tuple[int, bytes]:
-    """A raw opening handshake with ``headers`` (``Host`` among them); the status and
-    the body of the answer (none for ``101``)."""
+async def _handshake(
+    port: int, headers: Sequence[tuple[str, str]], path: str = "/mcp"
+) -> tuple[int, bytes]:
+    """A raw opening handshake of ``path`` with ``headers`` (``Host`` among them); the
+    status and the body of the answer (none for ``101``)."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     try:
-        await stream.send_all(handshake_request(None, headers=headers))
+        await stream.send_all(handshake_request(None, path=path, headers=headers))
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = await stream.receive_some()
@@ -121,6 +123,32 @@ async def test_a_rebinding_host_is_refused_421(nursery: trio.Nursery) -> None:
         )
         assert status == 403
     assert ran == []
+
+
+async def test_an_absolute_form_target_is_served_and_vetted_by_its_authority(
+    nursery: trio.Nursery,
+) -> None:
+    """As HTTP (RFC 9112 section 3.2.2: the server "MUST ignore the received Host header
+    field" and use the target's authority; RFC 6455 section 4.2.1 names "an absolute
+    HTTP/HTTPS URI"): a handshake for ``http://127.0.0.1:PORT/mcp`` is served whatever
+    its ``Host``, one for ``http://evil.example/mcp`` is refused ``421`` whatever its
+    ``Host``. A query is no part of the path, as for HTTP."""
+    server, _ = _server()
+    port = await _serve(nursery, server)
+    ours, evil = f"127.0.0.1:{port}", f"evil.example:{port}"
+    with trio.fail_after(IO_TIMEOUT):
+        for target in (f"http://{ours}/mcp", f"HTTPS://localhost:{port}/mcp?x=1", "/mcp?x=1"):
+            assert (await _handshake(port, [("Host", evil)], target))[0] == (
+                421 if target.startswith("/") else 101
+            )
+            assert (await _handshake(port, [("Host", ours)], target))[0] == 101
+        status, body = await _handshake(port, [("Host", ours)], f"http://{evil}/mcp")
+        assert status == 421
+        assert _message(body).startswith(f"Misdirected Request: Host {evil!r} is not served")
+        # Another path, or a target that is not the absolute form HTTP takes (RFC 6455:
+        # a ws:// URI is the client's, not a request target): 404, as for HTTP.
+        for target in (f"http://{ours}/other", f"ws://{ours}/mcp", f"http://u@{ours}/mcp"):
+            assert (await _handshake(port, [("Host", ours)], target))[0] == 404
 
 
 @pytest.mark.parametrize(
