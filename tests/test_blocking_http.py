@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import trustme
 
+import mcp_sansio._http_client
 from mcp_sansio import Connection, ConnectionConfig, Era, RequestReceived
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import MIN_REOPEN_DELAY, HttpClientConfig
@@ -35,7 +36,6 @@ from mcp_trio import (
     SessionClosed,
     TransportFailed,
     _blocking,
-    _http_h11,
 )
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
@@ -2079,7 +2079,7 @@ def test_a_far_retry_after_is_waited_for_a_few_seconds_at_most(
 ) -> None:
     """``Retry-After: 3600`` is waited for ``RETRY_AFTER_CAP`` seconds at most (made
     short here, so that the test is)."""
-    monkeypatch.setattr(_http_h11, "RETRY_AFTER_CAP", 0.3)
+    monkeypatch.setattr(mcp_sansio._http_client, "RETRY_AFTER_CAP", 0.3)
     seen: list[float] = []
     came = threading.Event()
 

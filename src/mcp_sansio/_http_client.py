@@ -117,6 +117,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 from urllib.parse import urljoin, urlsplit
 
@@ -155,6 +156,7 @@ __all__ = [
     "MAX_REOPEN_DELAY",
     "MIN_REOPEN_DELAY",
     "NEVER_REISSUED",
+    "RETRY_AFTER_CAP",
     "ClientRequest",
     "ClientResponse",
     "HttpClient",
@@ -296,6 +298,11 @@ class ClientRequest:
     initialized: bool = False
     """Legacy: the message is ``notifications/initialized`` (a binding has the requests
     after it wait until the server has taken it)."""
+    sent_again: Literal["", "retried", "resent"] = ""
+    """A one-way message sent a second time (:meth:`again`): ``"retried"`` after a
+    ``503`` with ``Retry-After`` (:meth:`ClientResponse.retry_delay`), ``"resent"``
+    after its connection broke once it was written, before its answer's head; ``""``
+    the first time."""
     dropped: int | None = None
     """A resumption: the ``max_event_size`` an SSE event of the streams it resumes was
     dropped for, if any (named should the answers never come)."""
@@ -346,6 +353,22 @@ class ClientRequest:
             failed=self.failed + 1,
             problem=why,
         )
+
+    def again(self, why: Literal["retried", "resent"]) -> ClientRequest | None:
+        """This one-way message (a POST with no request) may not have been taken: the
+        same POST to send once more (:attr:`sent_again` says ``why``), or ``None`` when
+        it is the second already: it is lost (say so). Once, whatever the reason: a
+        server that refuses or cuts every time costs one more POST, never a loop.
+
+        ``why``: ``"retried"``, it was refused ``503`` with ``Retry-After`` (send it
+        after :meth:`ClientResponse.retry_delay`); ``"resent"``, its connection broke
+        after it was written, before its answer's head (send it at once, on another
+        connection): the server may never have had it, and what it waits for (the
+        answer to its request) would never come; had it, a second copy is harmless (an
+        answer to a request no longer pending is ignored, a cancellation of a finished
+        one too). A binding that is closing sends none again (after its ``DELETE``,
+        nothing is posted)."""
+        return None if self.sent_again else attrs.evolve(self, sent_again=why)
 
     def given_up(self, max_attempts: int) -> str | None:
         """Why this resumption is not tried, its requests given up (fail each with
@@ -565,6 +588,7 @@ class ClientResponse:
     _failed: tuple[RequestId, ...] = ()  # (the requests _fail_waiting failed, and why)
     _failed_why = ""
     _refusal: tuple[str, dict[str, Any]] | None = None  # (see _refusal)
+    _retry_after: bytes | None = None  # (a one-way POST refused 503: see retry_delay)
 
     def __init__(
         self,
@@ -619,6 +643,21 @@ class ClientResponse:
     def unanswered(self) -> tuple[RequestId, ...]:
         """Request ids of the POST not answered (yet) on this response."""
         return tuple(self._waiting)
+
+    def retry_delay(self, now: float) -> float | None:
+        """A one-way message (a POST with no request) refused ``503`` with a valid
+        ``Retry-After`` (a server with no handler slot for it, or over its connection
+        bound: nothing of it ran; transports.mdx): the seconds to wait before it is sent
+        again (:meth:`ClientRequest.again`), at most :data:`RETRY_AFTER_CAP`; ``None``
+        for any other answer (a refused one is lost).
+
+        Args:
+            now: the time, in seconds since the epoch (``time.time()``), for a
+                ``Retry-After`` that is an HTTP-date.
+        """
+        value = self._retry_after
+        delay = None if value is None else _retry_after_seconds(value, now)
+        return None if delay is None else min(delay, RETRY_AFTER_CAP)
 
     def lost_with(self, lost: ClientResponse) -> bool:
         """Whether this answer dies with the session the ``404`` ``lost`` (``session_expired
@@ -980,6 +1019,27 @@ _MAX_TOOLS_WITH_HEADERS: Final = 4_096
 (learnt from ``tools/list``); past it, those listed longest ago are forgotten. A call to
 a forgotten one goes without its ``Mcp-Param-*`` headers, which the server refuses
 (-32020): then the client lists the tools again and retries."""
+
+RETRY_AFTER_CAP: Final = 5.0
+"""Seconds: the longest ``Retry-After`` a refused one-way message waits before it is sent
+again (:meth:`ClientResponse.retry_delay`)."""
+
+
+def _retry_after_seconds(value: bytes, now: float) -> float | None:
+    """The seconds a ``Retry-After`` field's ``value`` asks to wait (RFC 9110 section
+    10.2.3: a number of seconds, or an HTTP-date, for which ``now`` is the time in
+    seconds since the epoch), at least 0; ``None`` when it is not valid."""
+    text = value.decode("latin-1").strip()
+    if text.isascii() and text.isdigit():  # (not str.isdigit's "²": no number)
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # (an HTTP-date is GMT; a malformed one names no zone)
+        return None
+    return max(0.0, when.timestamp() - now)
+
 
 MAX_REOPEN_DELAY: Final = 30.0
 """Seconds: the longest wait before the legacy GET stream is opened again (after many
@@ -1359,6 +1419,8 @@ class HttpClient:
         if kind == "error":
             reader._problem = problem
             reader._refusal = _refusal(HttpResponse(status=status, headers=fields))
+            if status == 503 and not sent.request_ids and sent.request.method == "POST":
+                reader._retry_after = next((v for k, v in fields if k == b"retry-after"), None)
         if sent.modern and self.era is None and kind in ("json", "sse", "accepted"):
             self.era = Era.MODERN
         if target is not None:

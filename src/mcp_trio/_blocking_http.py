@@ -139,7 +139,6 @@ from ._http_h11 import (
     client_headers,
     log_one_way_answer,
     log_warnings,
-    one_way_retry_delay,
     request_events,
     unsendable,
 )
@@ -426,13 +425,17 @@ class _Exchange:
         self.write_since: float | None = None
         self.answer_deadline: float | None = None
         self.written = False
-        self.gates = False
+
+    @property
+    def gates(self) -> bool:
         """``notifications/initialized``: the requests after it wait for its head."""
-        self.retried = False
-        """A one-way message sent again after a ``503`` with ``Retry-After``."""
-        self.resent = False
-        """A one-way message sent again because its connection broke after it was
-        written, before the answer's head (see :meth:`HttpTransport._broken`)."""
+        return self.sent.initialized
+
+    @property
+    def retry_waits(self) -> bool:
+        """A one-way message refused ``503`` that waits for its ``Retry-After`` before it
+        is sent again (see :meth:`HttpTransport._one_way_refused`)."""
+        return self.sent.sent_again == "retried" and self.state == "waiting"
 
     @property
     def counted(self) -> bool:
@@ -533,9 +536,7 @@ class HttpTransport:
         except SessionEnded:
             logger.debug("HTTP: dropped, the session is over: %.200r", message)
             return
-        exchange = _Exchange(sent)
-        exchange.gates = sent.initialized
-        self._start(exchange, now)
+        self._start(_Exchange(sent), now)
 
     def _start(self, exchange: _Exchange, now: float, *, after: _Exchange | None = None) -> None:
         """Start ``exchange`` (or have it wait for its ``start_at``): last in order, or
@@ -549,7 +550,7 @@ class HttpTransport:
 
     def _admit(self, now: float) -> None:
         """Start the queued exchanges that may start now, in order: at most
-        ``max_client_connections`` with requests, and as many one-way POSTs."""
+        ``max_client_connections`` with requests, and one-way POSTs one at a time."""
         limit = self.config.max_client_connections
         busy = sum(1 for e in self._exchanges if e.counted and e.state == "active")
         flying = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
@@ -589,10 +590,9 @@ class HttpTransport:
                 # 503 keeps its place). A server slow to take one holds up the next
                 # ones (each bounded by write_timeout), never a request.
                 unheard = unheard or exchange.gates
-                if ahead or flying >= limit:
-                    ahead = True
+                was, ahead = ahead, True
+                if was or flying >= limit:
                     continue
-                ahead = True
                 flying += 1
             self._open(exchange, now)
 
@@ -861,23 +861,23 @@ class HttpTransport:
         again after that delay (at most ``RETRY_AFTER_CAP``), as the Trio client's
         (the session's close drops it: ``terminate``; nor is one refused while the
         ``DELETE`` goes: no POST after it)."""
-        delay = one_way_retry_delay(head.status_code, head.headers)
-        if delay is None or exchange.retried or exchange.resent or self._closing:
-            again = " again" if exchange.retried else ""
-            closing = " (closing)" if delay is not None and not again else ""
+        assert exchange.reader is not None
+        delay = exchange.reader.retry_delay(time.time())
+        retry = exchange.sent.again("retried") if delay is not None else None
+        if retry is None or self._closing:
+            retried = exchange.sent.sent_again == "retried"
             logger.warning(
                 "HTTP: a one-way message was refused%s: status %d%s",
-                again,
+                " again" if retried else "",
                 head.status_code,
-                closing,
+                " (closing)" if delay is not None and not retried else "",
             )
             return
-        retry = _Exchange(exchange.sent, start_at=now + delay)
-        retry.gates, retry.retried = exchange.gates, True
         # (In the original's place, not last: a notifications/initialized sent again
         # still holds back the requests queued behind it, until its head comes or it is
         # given up, as the Trio client's send() awaits the retry.)
-        self._start(retry, now, after=exchange)
+        assert delay is not None
+        self._start(_Exchange(retry, start_at=now + delay), now, after=exchange)
 
     def _finish(
         self, exchange: _Exchange, now: float, *, complete: bool, lost: bool = True
@@ -970,13 +970,12 @@ class HttpTransport:
             self._close(exchange)
             return
         if lost and exchange.written and exchange.one_way:
-            if not (exchange.retried or exchange.resent or self._closing):
+            again = None if self._closing else sent.again("resent")
+            if again is not None:
                 # The server may never have had it (the answer to its request, which
                 # it would wait for in vain): sent once more at once, in its place, as
                 # the Trio client's (a second copy is ignored); not past the DELETE.
-                again = _Exchange(sent)
-                again.gates, again.resent = exchange.gates, True
-                self._start(again, now, after=exchange)
+                self._start(_Exchange(again), now, after=exchange)
                 self._close(exchange)
                 self._admit(now)
             else:
@@ -1142,16 +1141,13 @@ class HttpTransport:
         """Whether a one-way message is not written yet (or not started), but one
         waiting for its ``Retry-After``: a call that ends, or the close, does not wait
         for that (it goes in a later call; the close drops it)."""
-        return any(
-            e.one_way and not e.written and not (e.retried and e.state == "waiting")
-            for e in self._exchanges
-        )
+        return any(e.one_way and not e.written and not e.retry_waits for e in self._exchanges)
 
     def terminate(self, now: float) -> bool:
         """Legacy: send the ``DELETE`` that ends the session (``False``: no session)."""
         self._closing = True
         for exchange in list(self._exchanges):
-            if exchange.retried and exchange.state == "waiting":
+            if exchange.retry_waits:
                 # (Not sent again past the close: it waits for the server's Retry-After.)
                 logger.warning("HTTP: a one-way message was refused: status 503 (closing)")
                 self._close(exchange)

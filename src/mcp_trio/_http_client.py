@@ -202,6 +202,7 @@ from __future__ import annotations
 import logging
 import math
 import ssl
+import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
@@ -245,7 +246,7 @@ from ._errors import HandshakeFailed, SessionClosed
 from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_h11 import log_one_way_answer, log_warnings, one_way_retry_delay
+from ._http_h11 import log_one_way_answer, log_warnings
 from ._http_pool import ConnectFailed, Pool, ReadFailed, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
@@ -287,7 +288,8 @@ class _Written:
     done: bool = False
     retry_after: float | None = None
     """A one-way message refused ``503`` with a ``Retry-After``: the seconds it asks
-    to wait before it is sent again (:meth:`HttpChannel._send_one_way`)."""
+    to wait before it is sent again (:meth:`ClientResponse.retry_delay`;
+    :meth:`HttpChannel._send_one_way`)."""
 
     broke: str | None = None
     """A one-way message whose connection failed after it was written, before the
@@ -755,18 +757,17 @@ class HttpChannel(MessageChannel):
         writer had). Not taken in time, or refused, it is lost, with a warning; the
         session goes on. Refused ``503`` with ``Retry-After`` (a server with no
         handler slot for a notification, or over its connection bound: nothing of it
-        ran; transports.mdx), it is sent again once, after that delay (at most
-        :data:`~mcp_trio._http_h11.RETRY_AFTER_CAP`, and never once the channel is closing). Its
-        connection failed after it was written, before the answer's head (closed,
-        reset: :class:`~mcp_trio._http_pool.ReadFailed`), it is sent once more at once,
-        on another connection: the server may never have had it, and what it waits for
-        (the answer to its request: ``ctx.sample`` has no bound of its own) would never
-        come; had it, a second copy is harmless (an answer to a request no longer
-        pending is ignored, a cancellation of a finished one too). Broken again, it is
-        lost with a warning. No connection at all ends a legacy session, as for a
-        request."""
+        ran; transports.mdx), it is sent again after that delay (at most
+        :data:`~mcp_sansio.http.RETRY_AFTER_CAP`, and never once the channel is
+        closing). Its connection failed after it was written, before the answer's head
+        (closed, reset: :class:`~mcp_trio._http_pool.ReadFailed`), it is sent again at
+        once, on another connection (``ctx.sample`` waits for its answer with no bound
+        of its own). Either is once only, the core's rule
+        (:meth:`ClientRequest.again <mcp_sansio.http.ClientRequest.again>`): a second
+        refusal or break loses it with a warning. No connection at all ends a legacy
+        session, as for a request."""
         limit = math.inf if self._write_timeout is None else self._write_timeout
-        for again in (False, True):
+        while True:
             written = _Written()
             with trio.move_on_after(limit) as scope:
                 try:
@@ -784,17 +785,20 @@ class HttpChannel(MessageChannel):
                 )
                 return
             if written.broke is not None:
-                if again:
+                again = sent.again("resent")
+                if again is None:
                     logger.warning("HTTP: a one-way message was lost: %s", written.broke)
                     return
+                sent = again
                 continue  # (at once, on another connection)
             delay = written.retry_after
             if delay is None:
                 return
-            if again or self._closed:
+            again = sent.again("retried")
+            if again is None or self._closed:
                 logger.warning(
                     "HTTP: a one-way message was refused: status 503 (%s)",
-                    "again" if again else "the session is closing",
+                    "again" if again is None else "the session is closing",
                 )
                 return
             with trio.CancelScope() as wait:
@@ -807,6 +811,7 @@ class HttpChannel(MessageChannel):
                     "before its Retry-After)"
                 )
                 return
+            sent = again
 
     # ------------------------------------------------------------------ exchanges
 
@@ -932,6 +937,7 @@ class HttpChannel(MessageChannel):
                 if reader is None or reader.session_expired:
                     return  # (_exchange has done what a 404 to our session calls for)
                 if not current.request_ids and reader.status >= 400:
+                    written.retry_after = reader.retry_delay(time.time())
                     if written.retry_after is not None:
                         return  # (503, Retry-After: its sender may try again)
                     # A one-way message refused (a body too large, say): lost, as above.
@@ -1085,8 +1091,6 @@ class HttpChannel(MessageChannel):
                 raise WireError(f"authorization failed: {why}") from exc
         if headed is not None:
             headed()
-        if not sent.request_ids and sent.request.method == "POST":
-            written.retry_after = one_way_retry_delay(head.status_code, head.headers)
         reader = self.http.response(sent, head.status_code, head.headers.raw_items())
         if stream is not None:
             stream.reader = reader

@@ -10,9 +10,7 @@ our ``User-Agent``, as h11 events.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias, cast
 
 import h11
@@ -34,7 +32,6 @@ __all__ = [
     "head_fields",
     "log_warnings",
     "request_events",
-    "retry_after",
     "unsendable",
 ]
 
@@ -256,40 +253,3 @@ def log_warnings(reader: ClientResponse) -> None:
         return
     for warning in reader.take_warnings():
         _logger.warning("HTTP: %s", for_log(warning))
-
-
-RETRY_AFTER_CAP: Final = 5.0
-"""The longest ``Retry-After`` a refused one-way message waits before it is sent again."""
-
-
-def one_way_retry_delay(status: int, headers: Iterable[tuple[bytes, bytes]]) -> float | None:
-    """How long a one-way message refused with ``status`` waits before it is sent again
-    (once), both HTTP clients: only a ``503`` with a valid ``Retry-After`` (a server with
-    no handler slot for it, or over its connection bound: nothing of it ran;
-    transports.mdx) is, after that delay, at most :data:`RETRY_AFTER_CAP`; ``None``:
-    it is lost."""
-    if status != 503:
-        return None
-    delay = retry_after(headers)
-    return None if delay is None else min(delay, RETRY_AFTER_CAP)
-
-
-def retry_after(headers: Iterable[tuple[bytes, bytes]]) -> float | None:
-    """The seconds an answer's ``Retry-After`` asks to wait (RFC 9110 section 10.2.3: a
-    number of seconds, or an HTTP-date), at least 0; ``None`` without a valid one (both
-    HTTP clients, for a one-way message refused ``503``). ``headers``: name (lower
-    case, as h11 gives it) and value pairs."""
-    for name, value in headers:
-        if name != b"retry-after":
-            continue
-        text = value.decode("latin-1").strip()
-        if text.isascii() and text.isdigit():  # (not str.isdigit's "²": no number)
-            return float(text)
-        try:
-            when = parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:  # (an HTTP-date is GMT; a malformed one names no zone)
-            return None
-        return max(0.0, when.timestamp() - time.time())
-    return None

@@ -21,9 +21,7 @@ The clock is the ``autojump_clock``.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import logging
-import time
 from typing import Any, Literal
 
 import attrs
@@ -36,7 +34,6 @@ from mcp_sansio._json import dumps, loads
 from mcp_trio import SessionConfig
 from mcp_trio._handlers import Handlers
 from mcp_trio._http_client import _MAX_ONE_WAY, open_http_client
-from mcp_trio._http_h11 import retry_after
 
 from .slow_reader_support import (
     BIG,
@@ -527,20 +524,3 @@ async def test_a_notification_with_no_room_in_time_is_lost_alone(
             ]
             assert await _echo(client, "after") == "after"
             assert client.close_reason is None
-
-
-def test_retry_after_takes_seconds_or_an_http_date() -> None:
-    """RFC 9110 section 10.2.3: delay-seconds or an HTTP-date (a past one: at once);
-    anything else is no ``Retry-After`` (the message is then lost, as before)."""
-    later = email.utils.formatdate(time.time() + 120, usegmt=True).encode()
-    assert retry_after([(b"retry-after", b"7")]) == 7.0
-    assert retry_after([(b"content-length", b"0"), (b"retry-after", b" 0 ")]) == 0.0
-    assert 100 < (retry_after([(b"retry-after", later)]) or 0) <= 120
-    assert retry_after([(b"retry-after", b"Wed, 21 Oct 2015 07:28:00 GMT")]) == 0.0
-    assert retry_after([(b"retry-after", b"-1")]) is None
-    assert retry_after([(b"retry-after", b"soon")]) is None
-    # Latin-1 superscripts are str.isdigit() but no number (float() raised, and the
-    # ValueError ended the session): no valid Retry-After, so the message is lost.
-    for junk in (b"\xb2", b"\xb9", b"1\xb3"):
-        assert retry_after([(b"retry-after", junk)]) is None
-    assert retry_after([]) is None
