@@ -2128,6 +2128,35 @@ def test_one_way_posts_keep_their_order(raw: Callable[..., RawServer]) -> None:
     assert seen == ["first came", "first answered", "second came"]
 
 
+def test_a_one_way_post_sent_again_after_a_cut_keeps_its_place(
+    raw: Callable[..., RawServer],
+) -> None:
+    """A notification whose connection broke after it was written is sent again in its
+    place: before the one written after it, which was waiting behind it (mutation: the
+    copy queued last -> the second overtakes it)."""
+    first_out = threading.Event()
+    seen: list[str] = []
+
+    def cut_first_once(sock: socket.socket, message: dict[str, Any]) -> None:
+        name = message["params"]["n"]
+        seen.append(name)
+        if seen == ["first"]:
+            # Closed unanswered (by RawServer) once the second is queued behind it:
+            # the client reads nothing between its calls.
+            first_out.wait(TIMEOUT)
+            return
+        respond(sock, "202 Accepted", {}, b"")
+
+    server = raw(_one_way_server(cut_first_once))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test", {"n": "first"})
+        first_out.set()
+        client.notify("notifications/test", {"n": "second"})
+        assert client.list_tools() == []
+    assert seen == ["first", "first", "second"]
+
+
 def test_one_way_posts_free_to_go_together_still_go_one_at_a_time(
     raw: Callable[..., RawServer],
 ) -> None:
