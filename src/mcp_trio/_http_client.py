@@ -480,8 +480,7 @@ class HttpChannel(MessageChannel):
             self._send_request(sent)
             return
         if not sent.initialized:
-            if not self._one_way_nowait(sent):
-                await self._one_way_later(sent)
+            await self._one_way_later(sent)
             return
         # Awaited (the writer waits, and the requests behind it): the server takes
         # notifications/initialized before any later request. At most nine tenths of
@@ -491,9 +490,10 @@ class HttpChannel(MessageChannel):
         # one-way message (_send_one_way); the requests go meanwhile.
         done = trio.Event()
         limit = self._write_timeout
+        # (The queue's wait and the 202's, together: _one_way_later's own bound is the
+        # same, for its wait alone.)
         with trio.move_on_after(math.inf if limit is None else limit * 0.9):
-            if not self._one_way_nowait(sent, done):
-                await self._one_way_later(sent, done)
+            await self._one_way_later(sent, done)
             await done.wait()
         if self._deferred:
             # The new session is ready: what was written while none could carry it.
@@ -702,7 +702,9 @@ class HttpChannel(MessageChannel):
         server is slow to take the messages before it; backpressure). At most nine
         tenths of ``write_timeout``, the writer's own bound, which would end the
         session: then it is lost, with a warning, as a one-way message the server does
-        not take in time."""
+        not take in time. (No checkpoint when there is room: the usual case.)"""
+        if self._one_way_nowait(sent, done):
+            return
         limit = self._write_timeout
         with trio.move_on_after(math.inf if limit is None else limit * 0.9):
             while not self._one_way_nowait(sent, done):
