@@ -16,12 +16,15 @@ it after the first report, then deletes the note it added, which the server asks
 user to confirm: an ``elicitation/create`` request in the legacy era, an ``input_required``
 result in the modern era.
 
+A modern request whose answer is lost after it went out (the connection ends before
+the answer does, or before its head) is re-issued under a new id, as the spec requires.
+
 Left out, to stay short (each is in the module docs named above): keep-alive (one TCP
 connection per HTTP request), TLS, redirects, starting a new session when the server
 forgets one (a 404 ends this client's calls), resuming a legacy stream after a
 connection that failed (a stream the server ends is resumed) or telling the server of one
-given up (``ClientResponse.abandoned``), and re-issuing a modern request whose connection
-broke before the answer's head (it fails).
+given up (``ClientResponse.abandoned``: POST it ``abandoned_request``), and sending a
+notification again (``ClientRequest.again``).
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ from mcp_sansio.http import (
     ReplyNotCarried,
     http_error,
     pinned_http_config,
+    reissue_refused,
+    split_broken,
 )
 
 Answer = ResultReceived | ErrorReceived | RequestTimedOut
@@ -194,17 +199,23 @@ class Client:
         ]
         response: ClientResponse | None = None
         cut_short = True
+        written = ended = False  # the request is out whole; the connection ended
         try:
             reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
         except OSError as exc:
             self._fail(sent.request_ids, f"could not connect: {exc}")
             return
         try:
+            writer.transport.set_write_buffer_limits(high=0)  # (drain: until all is out)
             writer.write(b"".join(h.send(event) or b"" for event in out))
+            await writer.drain()
+            written = True
             while True:
                 event = h.next_event()
                 if event is h11.NEED_DATA:
-                    h.receive_data(await reader.read(65536))  # (b"": the end)
+                    data = await reader.read(65536)
+                    ended = not data
+                    h.receive_data(data)  # (b"": the end)
                 elif isinstance(event, h11.Response):
                     response = exchange.response = self.http.response(
                         sent, event.status_code, event.headers, follow_redirects=False
@@ -216,27 +227,44 @@ class Client:
                     break
                 elif isinstance(event, h11.ConnectionClosed):
                     break
-        except (OSError, h11.RemoteProtocolError):
-            pass  # the connection failed: the body was cut short
+        except OSError:
+            ended = True  # the connection failed: the body was cut short
+        except h11.RemoteProtocolError:
+            pass  # HTTP broke (a malformed head is the server's answer, broken)
         finally:
             writer.close()  # (and on our own cancellation: that closes the stream)
         if response is None:  # no head: the transport failed these requests
-            self._fail(sent.request_ids, "the connection closed before the response")
+            why = "the connection closed before the response"
+            if sent.modern and written and ended:
+                # Out whole, then the connection ended: the server may have had it, so
+                # it is re-issued (a subscriptions/listen fails: the subscription's).
+                fail, reissue = split_broken(sent, sent.request_ids)
+                self._fail(fail, why)
+                self._reissue(reissue, why)
+            else:
+                self._fail(sent.request_ids, why)
             return
         # The end of the body: what it still holds, and errors for what it did not answer.
         self._receive(response.feed_eof(cut_short=cut_short))
-        for rid in response.broken:  # modern: the stream broke; send it again, new id
-            try:
-                self._moved(rid, self.conn.reissue_request(rid, now=now()))
-            except LocalProtocolError:  # (re-issued enough, or past its deadline)
-                self._fail([rid], response.broken_why)
-            self.flush()
+        self._reissue(response.broken, response.broken_why)  # modern: the stream broke
         if response.session_expired:  # 404: see "Session expiry" in the module docs
             self._fail(response.resend, "the server forgot the session")
         again = response.resume()  # legacy: a stream that ended early goes on, by GET
         if again is not None:
             await asyncio.sleep(self.http.resume_delay(again))
             self._start(again)
+
+    def _reissue(self, rids: Iterable[RequestId], why: str) -> None:
+        """Modern: send these requests again under new ids (their answers were lost after
+        they went out), or fail them when the core will not (re-issued too often, or
+        past their deadline), worded as the mcp_trio clients do."""
+        for rid in rids:
+            try:
+                self._moved(rid, self.conn.reissue_request(rid, now=now()))
+            except LocalProtocolError:
+                error = reissue_refused(rid, why, self.conn.reissue_count(rid))
+                self._handle(self.conn.receive_message(error, now=now()))
+        self.flush()
 
     def _fail(self, rids: Iterable[RequestId], why: str) -> None:
         """HTTP, not the server, kept these answers from coming: fail them alike."""

@@ -3,9 +3,14 @@ Streamable HTTP, run as a real process against the Trio notes server, in both er
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -69,4 +74,83 @@ async def test_the_asyncio_http_example_runs_against_the_trio_server(
     ]
     assert note_there_when_cancelled == [True]  # (not at the end: by the cancellation)
     assert store.get(5) is None
+    await handle.aclose()
+
+
+async def _cutting_proxy(nursery: trio.Nursery, upstream: int, cut: Callable[[bytes], bool]) -> int:
+    """A TCP proxy to ``127.0.0.1:upstream`` (one HTTP request per connection, as the
+    example makes them) that reads each request whole and, when ``cut`` says so of its
+    body, closes the connection unanswered (the server never has it). Its port."""
+
+    async def relay(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await source.receive_some(65536):
+                await sink.send_all(data)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await sink.send_eof()  # type: ignore[attr-defined]
+
+    async def handle(client: trio.SocketStream) -> None:
+        async with client:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = await client.receive_some(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            while length is not None and len(body) < int(length.group(1)):
+                chunk = await client.receive_some(65536)
+                data += chunk
+                body += chunk
+            if cut(body):
+                return  # (closed unanswered)
+            server = await trio.open_tcp_stream("127.0.0.1", upstream)
+            async with server, trio.open_nursery() as inner:
+                await server.send_all(data)
+                inner.start_soon(relay, server, client)
+                await relay(client, server)
+
+    listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
+    port: int = listeners[0].socket.getsockname()[1]
+    return port
+
+
+async def test_the_asyncio_http_example_reissues_a_request_whose_connection_ended_unanswered(
+    nursery: trio.Nursery,
+) -> None:
+    """Modern: the connection carrying ``tools/list`` ends after the request went out
+    whole, before any answer (a proxy cut it): the example re-issues it under a new id
+    (``split_broken``), as the spec requires, and the run goes on as usual (it failed
+    the call, which ended the run)."""
+    store = NoteStore()
+    server = create_server(store)
+    handle = await nursery.start(server.serve_http, "127.0.0.1", 0)
+    cuts: list[bytes] = []
+
+    def cut_first_list(body: bytes) -> bool:
+        if b'"tools/list"' in body and not cuts:
+            cuts.append(body)
+            return True
+        return False
+
+    upstream = urlsplit(handle.url)
+    port = await _cutting_proxy(nursery, upstream.port or 80, cut_first_list)
+    url = f"http://127.0.0.1:{port}{upstream.path}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with trio.fail_after(IO_TIMEOUT):
+        done = await trio.run_process(
+            [sys.executable, str(EXAMPLE), url, "modern"],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=env,
+            check=False,
+        )
+    assert len(cuts) == 1
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    assert lines[:2] == [
+        "connected: modern era, protocol 2026-07-28, server notes",
+        "tools: add_note, delete_note, search_notes, summarize_notes",
+    ]
     await handle.aclose()

@@ -63,13 +63,17 @@ in this order:
    body ends, ``feed_eof(cut_short=...)`` (``True``: the connection ended before HTTP said
    the body did) returns the rest, with an error for each request left unanswered; then
    see to what the response lists: ``broken`` (modern: its stream broke after the request
-   went out; ``Connection.reissue_request`` each, or fail it with ``http_error(rid,
-   broken_why)``), ``redirect`` (send it instead), ``session_expired``, ``resume()`` and
-   ``abandoned`` (below).
+   went out; the client MUST re-issue it: ``Connection.reissue_request`` each, and when
+   that refuses, re-issued too often or past its deadline, fail it with
+   ``reissue_refused(rid, broken_why, Connection.reissue_count(rid))``), ``redirect``
+   (send it instead), ``session_expired``, ``resume()`` and ``abandoned`` (below).
 5. A connection that fails before any answer's head: hand ``Connection.receive_message``
    an :func:`http_error` for each of ``sent.request_ids`` (the mcp_trio clients mark the
    events with :func:`transport_errors`, so that no one takes them for the server's).
-   Modern: a request written whole may be re-issued instead, as for ``broken``.
+   Modern, a request written whole when the connection ended (closed, reset; not a head
+   that broke HTTP, which is the server's answer): the server may have had it, so it is
+   re-issued as for ``broken``; :func:`split_broken` says which (a
+   ``subscriptions/listen``, :data:`NEVER_REISSUED`, fails instead).
 
 The legacy GET stream, for what the server says on its own: send
 :meth:`HttpClient.open_stream` once :class:`~mcp_sansio.HandshakeCompleted` came and the
@@ -102,11 +106,18 @@ on from, fails none of them: :meth:`ClientResponse.resume` gives the GET
 it as any response (its own ``resume()`` goes on, waiting longer while nothing comes). One
 that gets no answer at all is ``failed_again(why)``, tried after ``resume_delay`` again
 until :meth:`ClientRequest.given_up` says why not; then fail its requests with
-:func:`http_error`. Requests given up on a stream the server accepted
-(:attr:`ClientResponse.abandoned`) may still be worked on: POST the server a
-``notifications/cancelled`` for each (the connection has forgotten them). The requests'
-own timeouts bound it all. The modern
-era never resumes: it re-issues (``broken``, above).
+:func:`http_error`. Requests given up on a stream the server accepted (those, and
+:attr:`ClientResponse.abandoned`) may still be worked on: POST the server
+``abandoned_request(rid, why)`` for each, a ``notifications/cancelled`` (the connection
+has forgotten them: it would send none). The requests' own timeouts bound it all. The
+modern era never resumes: it re-issues (``broken``, above).
+
+One-way messages (notifications, answers to the server's requests). One refused ``503``
+with ``Retry-After`` (:meth:`ClientResponse.retry_delay`, given the time), or whose
+connection ended after it was written whole, before its answer's head, may never have
+been taken: :meth:`ClientRequest.again` gives the same POST to send once more (after
+that delay, or at once), or ``None`` when it was sent again already (lost). Send none
+again once the session is being ended (after its ``DELETE``, nothing is posted).
 
 The method docstrings' "see the module docs" are this section, and at more length the
 theory of operation of :mod:`._http_client`.
@@ -139,6 +150,7 @@ from ._http_client import (
     FORGOTTEN_TWICE,
     MAX_REOPEN_DELAY,
     MIN_REOPEN_DELAY,
+    NEVER_REISSUED,
     RETRY_AFTER_CAP,
     ClientRequest,
     ClientResponse,
@@ -147,9 +159,12 @@ from ._http_client import (
     ReplyNotCarried,
     SessionEnded,
     SessionPending,
+    abandoned_request,
     http_error,
     pinned_http_config,
+    reissue_refused,
     reopen_delay,
+    split_broken,
     transport_errors,
 )
 from ._http_common import (
@@ -187,6 +202,7 @@ __all__ = [
     "INSUFFICIENT_SCOPE_CODE",
     "MAX_REOPEN_DELAY",
     "MIN_REOPEN_DELAY",
+    "NEVER_REISSUED",
     "RETRY_AFTER_CAP",
     "TOKEN_EXPIRED_CODE",
     "WELL_KNOWN_RESOURCE_PATH",
@@ -222,6 +238,7 @@ __all__ = [
     "SessionEnded",
     "SessionPending",
     "StreamData",
+    "abandoned_request",
     "bearer_challenge",
     "bearer_token",
     "check_metadata_url",
@@ -233,8 +250,10 @@ __all__ = [
     "insufficient_scope_response",
     "parse_header_params",
     "pinned_http_config",
+    "reissue_refused",
     "reopen_delay",
     "scope_set",
+    "split_broken",
     "token_expired",
     "transport_errors",
 ]

@@ -115,7 +115,7 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, Event, LocalProtocolError, RequestId
-from mcp_sansio._http_client import Read, abandoned_request, reissue_refused, split_broken
+from mcp_sansio._http_client import Read
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -126,8 +126,11 @@ from mcp_sansio.http import (
     ReplyNotCarried,
     SessionEnded,
     SessionPending,
+    abandoned_request,
     http_error,
+    reissue_refused,
     reopen_delay,
+    split_broken,
     transport_errors,
 )
 

@@ -213,7 +213,6 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
-from mcp_sansio._http_client import abandoned_request, reissue_refused, split_broken
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
@@ -225,9 +224,12 @@ from mcp_sansio.http import (
     ReplyNotCarried,
     SessionEnded,
     SessionPending,
+    abandoned_request,
     http_error,
     pinned_http_config,
+    reissue_refused,
     reopen_delay,
+    split_broken,
 )
 
 from ._channel import (
