@@ -112,6 +112,7 @@ class _Handshake(_ConnectionBase):
                     method=entry.method,
                     error=error,
                     local=True,
+                    held=True,
                     origin_id=entry.origin,
                 )
             )

@@ -147,6 +147,12 @@ class ErrorReceived:
     response comes as bytes, as the peer's do): the HTTP layer's binding marks it
     (:func:`mcp_sansio.http.transport_errors`), so that a caller can tell it from the
     peer's own ``-32603``."""
+    held: bool = False
+    """Legacy era, with :attr:`local`: the request was held for a new session (the
+    server forgot the old one: :meth:`Connection.restart_session`) that could not be
+    started. It ends with that session, whose failure (the ``initialize``'s error or
+    timeout) follows in the same list of events, so a binding ends the call with the
+    session rather than with this error."""
     origin_id: RequestId | None = None
     """The id :meth:`Connection.send_request` returned for this call, when
     ``request_id`` is a later one it went under (:meth:`Connection.retry_with_input`,

@@ -1286,7 +1286,7 @@ class BlockingClient(HandshakeFacts):
                 and (self._restarting or self._handshake is None)
             ):
                 self._start_failed(event)
-            elif self._restarting and isinstance(event, ErrorReceived) and event.local:
+            elif self._restarting and isinstance(event, ErrorReceived) and event.held:
                 # A request held for the new session, which could not be started (the
                 # core's error, not the server's): it ends with the session, whose close
                 # follows in this batch (the start's failure), as when none comes in time.

@@ -1454,12 +1454,7 @@ class Session:
         if isinstance(event, ResultReceived | InputRequired):
             self._waiters.resolve(event.request_id, event)
         elif isinstance(event, ErrorReceived | RequestTimedOut):
-            if (
-                self._restarting is not None
-                and isinstance(event, ErrorReceived)
-                and event.local
-                and event.method not in _START
-            ):
+            if self._restarting is not None and isinstance(event, ErrorReceived) and event.held:
                 # A request held for the new session, which could not be started (the
                 # core's error, not the server's): it ends with the session, whose close
                 # follows in this batch (the start's failure), as when none comes in time.

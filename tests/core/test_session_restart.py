@@ -265,6 +265,10 @@ def test_a_refused_new_session_fails_the_held_requests_first(
     # Codes); so is the initialize's when its result names a version we do not speak.
     assert held.local
     assert not isinstance(end, ErrorReceived) or end.local is (refuse is refuse_with_a_version)
+    # Marked so (the bindings end it with the session, whose failure follows), where
+    # each told it from the rest by "local, while restarting, not the initialize".
+    assert held.held
+    assert not isinstance(end, ErrorReceived) or not end.held
     assert pair.client.pending_requests() == () and pair.client.lifecycle is lifecycle
     assert pair.client.data_to_send() == []
 
