@@ -366,8 +366,7 @@ class ClientRequest:
         connection): the server may never have had it, and what it waits for (the
         answer to its request) would never come; had it, a second copy is harmless (an
         answer to a request no longer pending is ignored, a cancellation of a finished
-        one too). A binding that is closing sends none again (after its ``DELETE``,
-        nothing is posted)."""
+        one too). Nothing is sent again after the session's ``DELETE``."""
         return None if self.sent_again else attrs.evolve(self, sent_again=why)
 
     def given_up(self, max_attempts: int) -> str | None:

@@ -116,8 +116,8 @@ One-way messages (notifications, answers to the server's requests). One refused 
 with ``Retry-After`` (:meth:`ClientResponse.retry_delay`, given the time), or whose
 connection ended after it was written whole, before its answer's head, may never have
 been taken: :meth:`ClientRequest.again` gives the same POST to send once more (after
-that delay, or at once), or ``None`` when it was sent again already (lost). Send none
-again once the session is being ended (after its ``DELETE``, nothing is posted).
+that delay, or at once), or ``None`` when it was sent again already (lost). Nothing is
+sent again after the session's ``DELETE``.
 
 The method docstrings' "see the module docs" are this section, and at more length the
 theory of operation of :mod:`._http_client`.
