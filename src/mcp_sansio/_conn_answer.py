@@ -126,6 +126,7 @@ class _Answering(_ConnectionBase):
             if self._version in LACKING and inbound.method in RESULTS_FITTED:
                 # In the session's revision's terms (a 2025-11-25 session, with nothing
                 # to fit, pays the one lookup; no walrus: it costs two bytecodes a result).
+                # The one check: fit_result makes neither again.
                 version = self._version
                 assert version is not None  # (LACKING's keys are versions)
                 result = fit_result(inbound.method, result, version)

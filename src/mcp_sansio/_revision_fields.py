@@ -14,12 +14,11 @@ schema has that field; it is read off each revision's ``schema.json``
 (``tests/core/test_revision_fields.py`` checks it against them). :func:`fit` takes
 such an object, built for the newest revision, and leaves out what the session's
 revision lacks, in the objects it holds too (a resource's ``annotations``, a prompt's
-``arguments``); :func:`fit_content` and :func:`fit_sampling_message` do so for content
-blocks, which a ``type`` tells apart. The connection applies them by method
-(:data:`RESULTS_FITTED` in ``send_result``, :data:`PARAMS_FITTED` in ``send_request``),
-so every driver sends a legacy session what its revision defines. Content types a
-revision lacks altogether (audio, resource links) are a binding's to translate or
-refuse, not this table's.
+``arguments``, a tool result's content blocks, which a ``type`` tells apart). The
+connection applies it by method (:data:`RESULTS_FITTED` in ``send_result``,
+:data:`PARAMS_FITTED` in ``send_request``), so every driver sends a legacy session what
+its revision defines. Content types a revision lacks altogether (audio, resource
+links) are a binding's to translate or refuse, not this table's.
 
 Capabilities are the one open object (every schema: "not a closed set: any server can
 define its own, additional capabilities"): ``extensions`` is not in the table, so an
@@ -30,10 +29,9 @@ binding's to leave out (``without_tasks_extension``).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from ._versions import LEGACY_VERSIONS
 
@@ -44,11 +42,10 @@ __all__ = [
     "NESTED",
     "PARAMS_FITTED",
     "RESULTS_FITTED",
+    "UNIONS",
     "fit",
-    "fit_content",
     "fit_params",
     "fit_result",
-    "fit_sampling_message",
 ]
 
 _2025_03: Final = "2025-03-26"
@@ -111,10 +108,12 @@ FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
 )
 
 #: The objects an object holds, which :func:`fit` fits too: ``definition -> ((field,
-#: definition of its value, whether the value is a list of them), ...)``.
-#: ``ResourceContents`` stands for both ``TextResourceContents`` and
-#: ``BlobResourceContents`` (the same fields came at the same time).
-NESTED: Mapping[str, tuple[tuple[str, str, bool], ...]] = MappingProxyType(
+#: definition of its value, whether the value is a list of them), ...)``; ``None``: one
+#: or a list (content: a ``SamplingMessage`` holds either). ``ResourceContents`` stands
+#: for both ``TextResourceContents`` and ``BlobResourceContents`` (the same fields came
+#: at the same time); ``ContentBlock`` for the definition a ``type`` names
+#: (:data:`UNIONS`).
+NESTED: Mapping[str, tuple[tuple[str, str, bool | None], ...]] = MappingProxyType(
     {
         "Resource": (("annotations", "Annotations", False),),
         "ResourceTemplate": (("annotations", "Annotations", False),),
@@ -134,11 +133,17 @@ NESTED: Mapping[str, tuple[tuple[str, str, bool], ...]] = MappingProxyType(
         "ListResourcesResult": (("resources", "Resource", True),),
         "ListResourceTemplatesResult": (("resourceTemplates", "ResourceTemplate", True),),
         "ReadResourceResult": (("contents", "ResourceContents", True),),
+        "CallToolResult": (("content", "ContentBlock", None),),
+        "GetPromptResult": (("messages", "PromptMessage", True),),
+        "PromptMessage": (("content", "ContentBlock", None),),
+        "CreateMessageRequestParams": (("messages", "SamplingMessage", True),),
+        "SamplingMessage": (("content", "ContentBlock", None),),
+        "CreateMessageResult": (("content", "ContentBlock", None),),
     }
 )
 
 #: The definition of a content block by its ``type`` (``ContentBlock``; a
-#: ``SamplingMessage`` holds some of them), for :func:`fit_content`.
+#: ``SamplingMessage`` holds some of them).
 CONTENT_DEFINITIONS: Mapping[str, str] = MappingProxyType(
     {
         "text": "TextContent",
@@ -146,6 +151,16 @@ CONTENT_DEFINITIONS: Mapping[str, str] = MappingProxyType(
         "audio": "AudioContent",
         "resource": "EmbeddedResource",
         "resource_link": "ResourceLink",
+    }
+)
+
+#: The objects of more than one definition that :data:`NESTED` names, each the
+#: definition its ``type`` names: ``ContentBlock`` (:data:`CONTENT_DEFINITIONS`). One of
+#: a type not here, or of none, is left as it is: a content type the revision lacks is
+#: its sender's to refuse or translate.
+UNIONS: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "ContentBlock": CONTENT_DEFINITIONS,
     }
 )
 
@@ -189,18 +204,22 @@ def _fit(
     out: dict[str, Any] | None = None
     if drop is not None and not drop.isdisjoint(value):
         out = {key: item for key, item in value.items() if key not in drop}
-    for field, inner, many in NESTED.get(definition, ()):
+    for field, inner, many, fit_held in _HELD.get(definition, ()):
         held = value.get(field)
         if held is None or (drop is not None and field in drop):
             continue
         fitted: Any = held
-        if not many:
+        # (A list is tried before a ``None`` row's one object: ``isinstance`` of a list
+        # against the ``Mapping`` ABC is slow, and content mostly comes as a list.)
+        if many is False:
             if isinstance(held, Mapping):
-                fitted = _fit(lacking, inner, held)
+                fitted = fit_held(lacking, inner, held)
         elif isinstance(held, list):
-            items = [_fit(lacking, inner, i) if isinstance(i, Mapping) else i for i in held]
+            items = [fit_held(lacking, inner, i) if isinstance(i, Mapping) else i for i in held]
             if any(new is not old for new, old in zip(items, held, strict=True)):
                 fitted = items
+        elif many is None and isinstance(held, Mapping):
+            fitted = fit_held(lacking, inner, held)
         if fitted is not held:
             if out is None:
                 out = dict(value)
@@ -208,120 +227,59 @@ def _fit(
     return value if out is None else out
 
 
-def fit_content(content: Any, version: str) -> Any:
-    """``content``, a content block or a list of them (a ``SamplingMessage``'s, a
-    ``CreateMessageResult``'s), without the fields ``version`` lacks, by each block's
-    ``type`` (:data:`CONTENT_DEFINITIONS`). A block of a type not there, or no
-    mapping, is left as it is: a type the revision lacks is its sender's to refuse or
-    translate. Returns ``content`` itself when nothing is left out."""
-    lacking = LACKING.get(version)
-    if lacking is None:
-        return content
-    if isinstance(content, list):
-        items = [_fit_block(lacking, block) for block in content]
-        return items if any(n is not o for n, o in zip(items, content, strict=True)) else content
-    return _fit_block(lacking, content)
+def _fit_by_type(
+    lacking: Mapping[str, frozenset[str]], union: str, value: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """A ``union`` object (:data:`UNIONS`) as :func:`_fit` fits the definition its
+    ``type`` names; one of another type, or of none, as it is."""
+    kind = value.get("type")
+    named = UNIONS[union].get(kind) if isinstance(kind, str) else None
+    return value if named is None else _fit(lacking, named, value)
 
 
-def _fit_block(lacking: Mapping[str, frozenset[str]], block: Any) -> Any:
-    if not isinstance(block, Mapping):
-        return block
-    kind = block.get("type")
-    definition = CONTENT_DEFINITIONS.get(kind) if isinstance(kind, str) else None
-    return block if definition is None else _fit(lacking, definition, block)
+_Fitter = Callable[[Mapping[str, frozenset[str]], str, Mapping[str, Any]], Mapping[str, Any]]
 
-
-def fit_sampling_message(message: Mapping[str, Any], version: str) -> Mapping[str, Any]:
-    """A ``SamplingMessage`` without the fields ``version`` lacks, its content's
-    (:func:`fit_content`) included. Returns ``message`` itself when nothing is left
-    out."""
-    lacking = LACKING.get(version)
-    if lacking is None:
-        return message
-    out = _fit(lacking, "SamplingMessage", message)
-    content = out.get("content")
-    fitted = fit_content(content, version)
-    if fitted is content:
-        return out
-    return {**out, "content": fitted}
-
-
-_Fitter = Callable[[Mapping[str, Any], str], Mapping[str, Any]]
-
-
-def _fit_create_message(params: Mapping[str, Any], version: str) -> Mapping[str, Any]:
-    messages = params.get("messages")
-    if not isinstance(messages, list):
-        return params
-    fitted = [fit_sampling_message(m, version) if isinstance(m, Mapping) else m for m in messages]
-    if all(new is old for new, old in zip(fitted, messages, strict=True)):
-        return params
-    return {**params, "messages": fitted}
-
-
-def _fit_sampled(result: Mapping[str, Any], version: str) -> Mapping[str, Any]:
-    content = result.get("content")
-    fitted = fit_content(content, version)
-    return result if fitted is content else {**result, "content": fitted}
+#: :data:`NESTED` with the function that fits each row's objects (whether a row holds a
+#: union is looked up once here, not per object in ``_fit``).
+_HELD: Mapping[str, tuple[tuple[str, str, bool | None, _Fitter], ...]] = {
+    definition: tuple(
+        (field, inner, many, _fit_by_type if inner in UNIONS else _fit)
+        for field, inner, many in rows
+    )
+    for definition, rows in NESTED.items()
+}
 
 
 #: The requests whose params the core fits to a legacy session's revision (what the
-#: binding builds in the newest terms, the core sends in the session's): a server's
-#: ``sampling/createMessage`` messages, a client's ``completion/complete``.
-PARAMS_FITTED: Mapping[str, _Fitter] = MappingProxyType(
+#: binding builds in the newest terms, the core sends in the session's), by method: the
+#: params' definition. A server's ``sampling/createMessage`` (its messages and their
+#: content), a client's ``completion/complete``.
+PARAMS_FITTED: Mapping[str, str] = MappingProxyType(
     {
-        "sampling/createMessage": _fit_create_message,
-        "completion/complete": functools.partial(fit, "CompleteRequestParams"),
+        "sampling/createMessage": "CreateMessageRequestParams",
+        "completion/complete": "CompleteRequestParams",
     }
 )
 
-
-def _fit_tool_result(result: Mapping[str, Any], version: str) -> Mapping[str, Any]:
-    out = fit("CallToolResult", result, version)
-    content = out.get("content")
-    fitted = fit_content(content, version)
-    return out if fitted is content else {**out, "content": fitted}
-
-
-def _fit_prompt(result: Mapping[str, Any], version: str) -> Mapping[str, Any]:
-    messages = result.get("messages")
-    if not isinstance(messages, list):
-        return result
-    fitted = [_fit_prompt_message(m, version) for m in messages]
-    if all(new is old for new, old in zip(fitted, messages, strict=True)):
-        return result
-    return {**result, "messages": fitted}
-
-
-def _fit_prompt_message(message: Any, version: str) -> Any:
-    """A ``PromptMessage`` (no field of its own came later) with its one content
-    block fitted."""
-    if not isinstance(message, Mapping):
-        return message
-    content = message.get("content")
-    fitted = fit_content(content, version)
-    return message if fitted is content else {**message, "content": fitted}
-
-
-#: The requests whose results the core fits the same way, by the request's method:
-#: a server's answers (the lists' objects, a tool's result and its content blocks, a
-#: prompt's messages' content, a resource's contents) and a client's, to
-#: ``sampling/createMessage`` (its content) and ``roots/list`` (each root's ``_meta``).
-#: A content type the revision lacks altogether (audio, a resource link) is left as it
-#: is: the binding's to translate or refuse.
-RESULTS_FITTED: Mapping[str, _Fitter] = MappingProxyType(
+#: The requests whose results the core fits the same way, by the request's method: the
+#: result's definition. A server's answers (the lists' objects, a tool's result and its
+#: content blocks, a prompt's messages' content, a resource's contents) and a client's,
+#: to ``sampling/createMessage`` (its content) and ``roots/list`` (each root's
+#: ``_meta``). A content type the revision lacks altogether (audio, a resource link) is
+#: left as it is: the binding's to translate or refuse.
+RESULTS_FITTED: Mapping[str, str] = MappingProxyType(
     {
         # a server's
-        "tools/list": functools.partial(fit, "ListToolsResult"),
-        "tools/call": _fit_tool_result,
-        "prompts/list": functools.partial(fit, "ListPromptsResult"),
-        "prompts/get": _fit_prompt,
-        "resources/list": functools.partial(fit, "ListResourcesResult"),
-        "resources/templates/list": functools.partial(fit, "ListResourceTemplatesResult"),
-        "resources/read": functools.partial(fit, "ReadResourceResult"),
+        "tools/list": "ListToolsResult",
+        "tools/call": "CallToolResult",
+        "prompts/list": "ListPromptsResult",
+        "prompts/get": "GetPromptResult",
+        "resources/list": "ListResourcesResult",
+        "resources/templates/list": "ListResourceTemplatesResult",
+        "resources/read": "ReadResourceResult",
         # a client's
-        "sampling/createMessage": _fit_sampled,
-        "roots/list": functools.partial(fit, "ListRootsResult"),
+        "sampling/createMessage": "CreateMessageResult",
+        "roots/list": "ListRootsResult",
     }
 )
 
@@ -330,18 +288,20 @@ def fit_params(method: str, params: dict[str, Any], version: str) -> dict[str, A
     """The params of a ``method`` request without the fields ``version`` lacks
     (:data:`PARAMS_FITTED`); ``params`` itself when nothing is left out, else a new
     dict (``params`` is never changed)."""
-    fitter = PARAMS_FITTED.get(method)
-    if fitter is None or version not in LACKING:
+    definition = PARAMS_FITTED.get(method)
+    lacking = LACKING.get(version)
+    if definition is None or lacking is None:
         return params
-    fitted = fitter(params, version)
-    return params if fitted is params else dict(fitted)
+    # (_fit returns its value itself or a new dict.)
+    return cast("dict[str, Any]", _fit(lacking, definition, params))
 
 
 def fit_result(method: str, result: dict[str, Any], version: str) -> dict[str, Any]:
-    """The result of a ``method`` request without the fields ``version`` lacks
-    (:data:`RESULTS_FITTED`); ``result`` itself when nothing is left out."""
-    fitter = RESULTS_FITTED.get(method)
-    if fitter is None or version not in LACKING:
-        return result
-    fitted = fitter(result, version)
-    return result if fitted is result else dict(fitted)
+    """The result of a ``method`` request in :data:`RESULTS_FITTED` without the fields
+    ``version``, one in :data:`LACKING`, lacks; ``result`` itself when nothing is left
+    out, else a new dict (``result`` is never changed).
+
+    The caller checks both (``send_result``, where a session with nothing to fit pays
+    one lookup a result and no call); another method or version is a ``KeyError``.
+    """
+    return cast("dict[str, Any]", _fit(LACKING[version], RESULTS_FITTED[method], result))

@@ -966,7 +966,7 @@ def adapt_block(block: Any, protocol_version: str) -> Any:
     the data>``, same ``mimeType``); a resource link (before 2025-06-18) a text block naming
     the resource (title or name, URI, MIME type and description). A block with nothing
     to change is returned as it is. (The fields that revision's block lacks the core's
-    ``send_result`` leaves out: ``mcp_sansio._revision_fields.fit_content``.)
+    ``send_result`` leaves out: ``mcp_sansio._revision_fields``.)
     """
     missing = _MISSING_CONTENT_TYPES.get(protocol_version)
     if not missing or not isinstance(block, Mapping):

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from mcp_sansio import LEGACY_VERSIONS, ConnectionConfig, RequestReceived
-from mcp_sansio._revision_fields import FIELDS_SINCE, LACKING, NESTED, fit
+from mcp_sansio._revision_fields import (
+    CONTENT_DEFINITIONS,
+    FIELDS_SINCE,
+    LACKING,
+    NESTED,
+    UNIONS,
+    fit,
+)
 from tests.schema import _defs, validate_message
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
@@ -81,17 +88,51 @@ def test_lacking_is_the_table_per_version() -> None:
     assert "2026-07-28" not in LACKING
 
 
+def _refs(schema: Any) -> set[str]:
+    """The definitions ``schema`` refers to, at any depth."""
+    if isinstance(schema, dict):
+        found = {schema["$ref"].rsplit("/", 1)[1]} if "$ref" in schema else set()
+        return found.union(*(_refs(value) for value in schema.values()))
+    if isinstance(schema, list):
+        return set().union(*(_refs(value) for value in schema))
+    return set()
+
+
 def test_nested_names_the_held_definition() -> None:
     for definition, held in NESTED.items():
         for field, inner, many in held:
             prop = _defs("2025-11-25")[definition]["properties"][field]
             if inner == "ResourceContents":
                 continue  # (below)
+            if inner in UNIONS:
+                # Of the definitions the union's types name (content: one block or a
+                # list, fitted either way), or of 2025-11-25's sampling tool use, which
+                # no legacy revision has in part.
+                assert many is (None if inner == "ContentBlock" else False), (definition, field)
+                named = _refs(prop)
+                for union in ("ContentBlock", "SamplingMessageContentBlock"):
+                    if union in named:
+                        named = named - {union} | _refs(_defs("2025-11-25")[union])
+                assert named, (definition, field)
+                assert named <= set(UNIONS[inner].values()) | {
+                    "ToolUseContent",
+                    "ToolResultContent",
+                }, (definition, field, named)
+                continue
             if inner == "ElicitationCapability":  # (written out in place: its fields)
                 assert set(prop["properties"]) == {"form", "url"}
                 continue
             target = prop["items"] if many else prop
             assert target["$ref"].rsplit("/", 1)[1] == inner, (definition, field)
+
+
+def test_unions_are_the_definitions_by_type() -> None:
+    defs = _defs("2025-11-25")
+    assert UNIONS["ContentBlock"] is CONTENT_DEFINITIONS
+    assert set(CONTENT_DEFINITIONS.values()) == _refs(defs["ContentBlock"])
+    for union in UNIONS.values():
+        for kind, definition in union.items():
+            assert defs[definition]["properties"]["type"]["const"] == kind
 
 
 def test_nested_contents_of_an_embedded_resource_are_either_kind() -> None:
