@@ -14,7 +14,8 @@ schema has that field; it is read off each revision's ``schema.json``
 (``tests/core/test_revision_fields.py`` checks it against them). :func:`fit` takes
 such an object, built for the newest revision, and leaves out what the session's
 revision lacks, in the objects it holds too (a resource's ``annotations``, a prompt's
-``arguments``, a tool result's content blocks, which a ``type`` tells apart). The
+``arguments``, a tool result's content blocks and a completion's ``ref``, which a
+``type`` tells apart). The
 connection applies it by method (:data:`RESULTS_FITTED` in ``send_result``,
 :data:`PARAMS_FITTED` in ``send_request``), so every driver sends a legacy session what
 its revision defines. Content types a revision lacks altogether (audio, resource
@@ -99,6 +100,7 @@ FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
     # what a client or either side sends (the core, and a client's answers)
     ("Root", "_meta", _2025_06),
     ("CompleteRequestParams", "context", _2025_06),
+    ("PromptReference", "title", _2025_06),
     ("ClientCapabilities", "elicitation", _2025_06),
     ("ClientCapabilities", "tasks", _2025_11),
     ("ElicitationCapability", "form", _2025_11),
@@ -111,8 +113,8 @@ FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
 #: definition of its value, whether the value is a list of them), ...)``; ``None``: one
 #: or a list (content: a ``SamplingMessage`` holds either). ``ResourceContents`` stands
 #: for both ``TextResourceContents`` and ``BlobResourceContents`` (the same fields came
-#: at the same time); ``ContentBlock`` for the definition a ``type`` names
-#: (:data:`UNIONS`).
+#: at the same time); ``ContentBlock`` and ``Reference`` for the definition a ``type``
+#: names (:data:`UNIONS`).
 NESTED: Mapping[str, tuple[tuple[str, str, bool | None], ...]] = MappingProxyType(
     {
         "Resource": (("annotations", "Annotations", False),),
@@ -127,6 +129,7 @@ NESTED: Mapping[str, tuple[tuple[str, str, bool | None], ...]] = MappingProxyTyp
             ("resource", "ResourceContents", False),
         ),
         "ClientCapabilities": (("elicitation", "ElicitationCapability", False),),
+        "CompleteRequestParams": (("ref", "Reference", False),),
         "ListRootsResult": (("roots", "Root", True),),
         "ListToolsResult": (("tools", "Tool", True),),
         "ListPromptsResult": (("prompts", "Prompt", True),),
@@ -155,12 +158,16 @@ CONTENT_DEFINITIONS: Mapping[str, str] = MappingProxyType(
 )
 
 #: The objects of more than one definition that :data:`NESTED` names, each the
-#: definition its ``type`` names: ``ContentBlock`` (:data:`CONTENT_DEFINITIONS`). One of
-#: a type not here, or of none, is left as it is: a content type the revision lacks is
-#: its sender's to refuse or translate.
+#: definition its ``type`` names: ``ContentBlock`` (:data:`CONTENT_DEFINITIONS`) and
+#: ``Reference``, ``completion/complete``'s ``ref`` (``ResourceReference`` before
+#: 2025-06-18, the same fields). One of a type not here, or of none, is left as it is: a
+#: content type the revision lacks is its sender's to refuse or translate.
 UNIONS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {
         "ContentBlock": CONTENT_DEFINITIONS,
+        "Reference": MappingProxyType(
+            {"ref/prompt": "PromptReference", "ref/resource": "ResourceTemplateReference"}
+        ),
     }
 )
 
@@ -253,7 +260,8 @@ _HELD: Mapping[str, tuple[tuple[str, str, bool | None, _Fitter], ...]] = {
 #: The requests whose params the core fits to a legacy session's revision (what the
 #: binding builds in the newest terms, the core sends in the session's), by method: the
 #: params' definition. A server's ``sampling/createMessage`` (its messages and their
-#: content), a client's ``completion/complete``.
+#: content), a client's ``completion/complete`` (its ``context``, its ``ref``'s
+#: ``title``).
 PARAMS_FITTED: Mapping[str, str] = MappingProxyType(
     {
         "sampling/createMessage": "CreateMessageRequestParams",

@@ -18,6 +18,7 @@ from mcp_sansio._revision_fields import (
     NESTED,
     UNIONS,
     fit,
+    fit_params,
 )
 from tests.schema import _defs, validate_message
 
@@ -130,9 +131,32 @@ def test_unions_are_the_definitions_by_type() -> None:
     defs = _defs("2025-11-25")
     assert UNIONS["ContentBlock"] is CONTENT_DEFINITIONS
     assert set(CONTENT_DEFINITIONS.values()) == _refs(defs["ContentBlock"])
+    ref = defs["CompleteRequestParams"]["properties"]["ref"]
+    assert set(UNIONS["Reference"].values()) == _refs(ref)
     for union in UNIONS.values():
         for kind, definition in union.items():
             assert defs[definition]["properties"]["type"]["const"] == kind
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_a_completion_ref_goes_with_the_fields_of_its_revision(version: str) -> None:
+    # PromptReference.title came in 2025-06-18 (a ResourceTemplateReference has none
+    # in any revision: left as it is); the params are checked strictly.
+    params: dict[str, Any] = {
+        "ref": {"type": "ref/prompt", "name": "greet", "title": "Greet"},
+        "argument": {"name": "name", "value": ""},
+    }
+    before = copy.deepcopy(params)
+    fitted = fit_params("completion/complete", params, version)
+    assert params == before
+    old = version in ("2024-11-05", "2025-03-26")
+    assert ("title" not in fitted["ref"]) is old
+    assert (fitted is params) is not old
+    request = {"jsonrpc": "2.0", "id": 1, "method": "completion/complete", "params": fitted}
+    validate_message(version, request, strict=True)
+    resource = {"type": "ref/resource", "uri": "mem://{x}", "title": "not a field"}
+    template = {**params, "ref": resource}
+    assert fit_params("completion/complete", template, version) is template
 
 
 def test_nested_contents_of_an_embedded_resource_are_either_kind() -> None:

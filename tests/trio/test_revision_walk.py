@@ -125,7 +125,9 @@ async def walk(version: str) -> list[tuple[str, Any]]:
         await server.notify_resource_updated("mem://static")
         server.remove_tool("media")  # (notifications/tools/list_changed)
         await client.list_resources()
-        await client.complete({"type": "ref/prompt", "name": "greet"}, "name", "", {"a": "b"})
+        # (A reference's title came in 2025-06-18, the context in 2025-06-18 too.)
+        greet = {"type": "ref/prompt", "name": "greet", "title": "Greet"}
+        await client.complete(greet, "name", "", {"a": "b"})
         await client.list_prompts()
         await client.get_prompt("greet", {"name": "x"})
         await client.read_resource("mem://static")
