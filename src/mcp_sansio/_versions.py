@@ -78,6 +78,11 @@ class Revision:
         structured_content_is_object: whether ``structuredContent`` must be an object
             (2025-06-18 and 2025-11-25; from 2026-07-28 it may be any JSON value).
         elicitation_modes: whether elicitation has modes, form and URL (since 2025-11-25).
+        sampling_context: whether a client declares ``sampling.context`` (since
+            2025-11-25); from then on a server SHOULD NOT ask ``includeContext``
+            ``thisServer`` or ``allServers`` without it (``client/sampling``,
+            "Capabilities"), before, it asks without one and the client "MAY ignore"
+            it.
         sse_priming: whether a Streamable HTTP server starts an SSE stream with a
             priming event, an id and an empty ``data`` field (since 2025-11-25,
             ``basic/transports#sending-messages``): a client of an earlier revision reads
@@ -92,6 +97,7 @@ class Revision:
         "elicitation_modes",
         "era",
         "sampling_content_types",
+        "sampling_context",
         "server_notifications",
         "server_requests",
         "sse_priming",
@@ -115,6 +121,7 @@ class Revision:
         structured_output: bool,
         structured_content_is_object: bool,
         elicitation_modes: bool,
+        sampling_context: bool,
         sse_priming: bool,
     ) -> None:
         self.version: Final = version
@@ -129,6 +136,7 @@ class Revision:
         self.structured_output: Final = structured_output
         self.structured_content_is_object: Final = structured_content_is_object
         self.elicitation_modes: Final = elicitation_modes
+        self.sampling_context: Final = sampling_context
         self.sse_priming: Final = sse_priming
 
 
@@ -248,6 +256,7 @@ def _legacy(
     sampling_content_types: frozenset[str] = _SAMPLING_TYPES_2025_03,
     structured_output: bool = True,
     elicitation_modes: bool = False,
+    sampling_context: bool = False,
     sse_priming: bool = False,
 ) -> Revision:
     return Revision(
@@ -263,6 +272,7 @@ def _legacy(
         structured_output=structured_output,
         structured_content_is_object=structured_output,
         elicitation_modes=elicitation_modes,
+        sampling_context=sampling_context,
         sse_priming=sse_priming,
     )
 
@@ -302,6 +312,7 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             },
             sampling_content_types=_SAMPLING_TYPES_2025_11,
             elicitation_modes=True,
+            sampling_context=True,
             sse_priming=True,
         ),
         "2026-07-28": Revision(
@@ -317,6 +328,7 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             structured_output=True,
             structured_content_is_object=False,
             elicitation_modes=True,
+            sampling_context=True,
             sse_priming=True,
         ),
     }

@@ -180,8 +180,9 @@ def _missing_capability(what: str, required: dict[str, Any]) -> McpError:
     )
 
 
-_FREE_CONTEXT = frozenset(v for v in LEGACY_VERSIONS if v < "2025-11-25")
-"""The protocol versions before the ``sampling.context`` capability (2025-11-25): there
+_FREE_CONTEXT = frozenset(v for v, r in REVISIONS.items() if not r.sampling_context)
+"""The protocol versions without the ``sampling.context`` capability (before 2025-11-25,
+:attr:`~mcp_sansio._versions.Revision.sampling_context`): there
 ``includeContext`` is asked without one (the client "MAY ignore this request"); from
 2025-11-25 on, ``thisServer`` and ``allServers`` are a SHOULD NOT unless the client
 declares it (client/sampling.mdx, "Capabilities")."""

@@ -169,6 +169,8 @@ def test_the_data_model_facts_are_what_the_schemas_say(version: str) -> None:
     is_object = structured is not None and structured.get("type") == "object"
     assert revision.structured_content_is_object is is_object
     assert revision.elicitation_modes is ("ElicitRequestURLParams" in defs)
+    sampling = defs["ClientCapabilities"]["properties"]["sampling"]
+    assert revision.sampling_context is ("context" in sampling.get("properties", {}))
 
 
 def test_the_modern_removals_are_foreign_there() -> None:
