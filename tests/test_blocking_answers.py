@@ -1,5 +1,6 @@
-"""The blocking client checks its callbacks' answers and refuses input it never declared,
-as the Trio client does (``tests/trio/test_client_answers.py`` has the rules)."""
+"""The blocking client checks its callbacks' answers as the Trio client does
+(``tests/trio/test_client_answers.py`` has the rules; input it never declared:
+``tests/test_input_required_reason.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from mcp_sansio import InputRequired
 from mcp_sansio import types as t
-from mcp_trio import InputRequiredError, McpError
+from mcp_trio import McpError
 from mcp_trio._client_common import CallbackAnswerError
 from tests.test_blocking_client import spawn
 
@@ -42,25 +42,3 @@ def test_modern_bad_answer_fails_the_call() -> None:
         with pytest.raises(CallbackAnswerError, match=r"content\.n: expected string"):
             client.call_tool("greet")
         assert client.connection.pending_requests() == ()
-
-
-def test_modern_undeclared_mode_is_refused() -> None:
-    asked: list[object] = []
-
-    def form_only(params: t.ElicitRequestFormParams | t.ElicitRequestURLParams) -> t.ElicitResult:
-        asked.append(params)  # pragma: no cover - must not run
-        return t.ElicitResult(action="decline")  # pragma: no cover
-
-    # A URL-mode question to a form-only client (a server core would not send it: the
-    # event is made here, as a rogue server's would be read).
-    url = {"mode": "url", "message": "m", "url": "https://example.com/", "elicitationId": "e"}
-    event = InputRequired(
-        request_id=1,
-        method="tools/call",
-        input_requests={"q": {"method": "elicitation/create", "params": url}},
-        request_state=None,
-        round=1,
-    )
-    with spawn("sansio", on_elicitation=form_only) as client, pytest.raises(InputRequiredError):
-        client._provide_input(event)
-    assert asked == []

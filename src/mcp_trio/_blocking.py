@@ -1371,9 +1371,8 @@ class BlockingClient(HandshakeFacts):
             "elicitation/create": options.on_elicitation,
             "roots/list": options.roots,
         }
-        refuse_unanswerable(
-            event, lambda method: given.get(method) is not None, self._conn.config.capabilities
-        )
+        # (An MRTR round: the core held it to the declared capabilities already.)
+        refuse_unanswerable(event, lambda method: given.get(method) is not None, None)
         responses: dict[str, Any] = {}
         for key, entry in event.input_requests.items():
             params = entry.get("params")

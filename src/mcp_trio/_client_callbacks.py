@@ -199,24 +199,29 @@ class Callbacks:
             return await roots()
         return roots
 
-    async def provide_input(self, event: InputRequired) -> dict[str, Any]:
+    async def provide_input(self, event: InputRequired, *, of_task: bool = False) -> dict[str, Any]:
         """Modern era: answer every entry of ``inputRequests`` (one after the other).
+
+        ``of_task``: the questions of a task (the tasks extension), which come in a
+        ``tasks/get`` result the core does not read: held here to what the client
+        declared. An MRTR round (the default) was held to it by the core already.
 
         Returns:
             The ``inputResponses`` for the retry.
 
         Raises:
             InputRequiredError: an entry asks for something no callback answers (or is
-                malformed), or for more than the client declared (mrtr: "Servers MUST
-                NOT send an inputRequests that the client has not declared support
-                for": an undeclared elicitation mode, tool use in sampling without
-                ``sampling.tools``); no callback runs, the request is given up.
+                malformed), or (``of_task``) for more than the client declared (mrtr:
+                "Servers MUST NOT send an inputRequests that the client has not
+                declared support for": an undeclared elicitation mode, tool use in
+                sampling without ``sampling.tools``); no callback runs, the request is
+                given up.
             RemoteProtocolError: an entry's params do not fit its method.
             CallbackAnswerError, TypeError: a callback's answer does not fit (see
                 :meth:`answer`).
         """
         requests = event.input_requests
-        refuse_unanswerable(event, self.can_answer, self.capabilities)
+        refuse_unanswerable(event, self.can_answer, self.capabilities if of_task else None)
         responses: dict[str, Any] = {}
         for key, entry in requests.items():
             params = entry.get("params")

@@ -544,18 +544,19 @@ def refuse_too_many_questions(
 def refuse_unanswerable(
     event: InputRequired,
     can_answer: Callable[[str], bool],
-    capabilities: Mapping[str, Any],
+    capabilities: Mapping[str, Any] | None,
 ) -> None:
     """Refuse ``event``'s ``inputRequests`` before any callback runs when an entry is
-    malformed or asks for what no callback answers (``can_answer``), or for more than the
-    client declared in ``capabilities`` (the core's rule,
+    malformed or asks for what no callback answers (``can_answer``), or, given the
+    client's declared ``capabilities``, for more than it declared (the core's rule,
     :func:`mcp_sansio.undeclared_input_request`; logged).
 
-    An MRTR round reaches a client only once the core has applied that rule and its
-    bound on questions (``ConnectionConfig.max_input_requests``): the call fails with
-    the core's local error (:class:`RemoteProtocolError`). A task's questions (the tasks
-    extension) come in a ``tasks/get`` result, which the core does not read: this is
-    where they are held to it.
+    ``capabilities`` is ``None`` for an MRTR round: it reaches a client only once the
+    core has applied that rule and its bound on questions
+    (``ConnectionConfig.max_input_requests``), and a round it refuses fails the call with
+    its local error (:class:`RemoteProtocolError`), so the rule is not applied twice. A
+    task's questions (the tasks extension) come in a ``tasks/get`` result, which the core
+    does not read: they are held to the rule here.
 
     Raises:
         InputRequiredError: so refused (the request is given up).
@@ -563,6 +564,8 @@ def refuse_unanswerable(
     for entry in event.input_requests.values():
         if not isinstance(entry, Mapping) or not can_answer(str(entry.get("method"))):
             raise InputRequiredError(event)
+    if capabilities is None:
+        return
     why = undeclared_input_request(event.input_requests, capabilities)
     if why is not None:
         logger.warning("%s: the server's input request is refused: %s", event.method, for_log(why))

@@ -534,7 +534,7 @@ class ToolTask:
                 # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task
                 # that asks anew for ever must not keep the user's callbacks busy for ever.
                 refuse_endless_input(event, self._max_input_rounds, what=f"task {task_id}")
-                answers = {**answers, **await self._callbacks.provide_input(event)}
+                answers = {**answers, **await self._callbacks.provide_input(event, of_task=True)}
                 unacked = answers
             try:
                 await self._request(TASKS_UPDATE, {"taskId": task_id, "inputResponses": answers})
