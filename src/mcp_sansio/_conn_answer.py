@@ -76,8 +76,11 @@ class _Answering(_ConnectionBase):
                 than ``"complete"`` (see :meth:`send_input_required`) -- except a
                 well-formed ``"task"`` (a ``CreateTaskResult``) for a ``tools/call``
                 whose envelope declared the tasks extension -- or cannot be
-                decorated (see :func:`~mcp_sansio._modern.decorate_result`). No state
-                changed.
+                decorated (see :func:`~mcp_sansio._modern.decorate_result`); or, legacy
+                era, the answer to an ``elicitation/create`` does not fit its form, as
+                :meth:`retry_with_input` refuses a modern one (client/elicitation.mdx:
+                "Clients SHOULD validate all responses against the provided schema"). No
+                state changed.
             TypeError: ``result`` is not JSON-serializable. No state changed: the
                 request can still be answered (e.g. with an error).
         """
@@ -123,6 +126,11 @@ class _Answering(_ConnectionBase):
                         f"result must be a mapping, not {type(result).__name__}"
                     )
                 result = dict(result)
+            if inbound.method == "elicitation/create":
+                # A modern round's answers are held to the same rule (retry_with_input).
+                why = _modern.elicit_result_problem(inbound.params, result)
+                if why is not None:
+                    raise LocalProtocolError(f"cannot send this answer: {why}")
             if self._version in LACKING and inbound.method in RESULTS_FITTED:
                 # In the session's revision's terms (a 2025-11-25 session, with nothing
                 # to fit, pays the one lookup; no walrus: it costs two bytecodes a result).

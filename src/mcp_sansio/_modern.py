@@ -91,6 +91,7 @@ __all__ = [
     "check_client_capabilities",
     "classify_result",
     "decorate_result",
+    "elicit_result_problem",
     "input_responses_problem",
     "is_cacheable_request",
     "is_modern_request",
@@ -1307,14 +1308,9 @@ def input_responses_problem(
     question); a question may go unanswered (mrtr.mdx: the server "SHOULD respond with
     a new InputRequiredResult requesting the missing information again"). Each answer
     has its result's shape:
-    ``ElicitResult`` (an ``action`` of ``accept``, ``decline`` or ``cancel``; an accepted
-    form's ``content`` is an object), ``CreateMessageResult`` (``role``, ``content``,
-    ``model``), ``ListRootsResult`` (``roots``, each with a ``uri``). And
-    client/elicitation.mdx: "Clients SHOULD validate all responses against the provided
-    schema": an accepted form's ``content`` holds its ``required`` fields, and each
-    field it names is of the field's ``type``, one of its choices (``enum``, ``oneOf``
-    and ``anyOf`` consts), within its ``minLength``/``maxLength``,
-    ``minimum``/``maximum``, ``minItems``/``maxItems``. (``format`` is not checked.)
+    ``CreateMessageResult`` (``role``, ``content``, ``model``), ``ListRootsResult``
+    (``roots``, each with a ``uri``), and an elicitation's answer fits its form
+    (:func:`elicit_result_problem`, the rule a legacy answer is held to as well).
     """
     for key in input_responses:
         if key not in input_requests:
@@ -1330,8 +1326,6 @@ def _response_problem(request: Mapping[str, Any], response: Any) -> str | None:
     if not isinstance(response, Mapping):
         return f"an answer is an object, not {type(response).__name__}"
     method = request.get("method")
-    params = request.get("params")
-    params = params if isinstance(params, Mapping) else {}
     if method == "sampling/createMessage":
         if response.get("role") not in _ROLES:
             return "a CreateMessageResult's role is 'user' or 'assistant'"
@@ -1347,6 +1341,29 @@ def _response_problem(request: Mapping[str, Any], response: Any) -> str | None:
         ):
             return "a ListRootsResult's roots are a list of objects with a uri"
         return None
+    return elicit_result_problem(request.get("params"), response)
+
+
+def elicit_result_problem(params: Mapping[str, Any] | None, response: Any) -> str | None:
+    """What is wrong with a client's answer (``response``) to an ``elicitation/create``
+    asked with ``params``, for people; ``None`` when nothing is. One rule for both eras:
+    :meth:`Connection.retry_with_input` applies it to a modern round's answers, and
+    :meth:`Connection.send_result` to a legacy request's.
+
+    The answer is an ``ElicitResult``: an object whose ``action`` is ``accept``,
+    ``decline`` or ``cancel``, whose ``content`` (if any) is an object. And
+    client/elicitation.mdx: "Clients SHOULD validate all responses against the provided
+    schema": an accepted form's ``content`` holds its ``required`` fields, and each
+    field it names is of the field's ``type`` (a ``number`` finite: JSON has no NaN),
+    one of its choices (``enum``, ``oneOf`` consts; a multi-select's ``items``' ``enum``
+    or ``anyOf`` consts), within its ``minLength``/``maxLength``,
+    ``minimum``/``maximum``, ``minItems``/``maxItems``: every constraint of the
+    restricted schemas a form may use (``PrimitiveSchemaDefinition``), but ``format``,
+    which JSON Schema makes an annotation. A form's other keywords are not checked.
+    """
+    if not isinstance(response, Mapping):
+        return f"an answer is an object, not {type(response).__name__}"
+    params = params if isinstance(params, Mapping) else {}
     action = response.get("action")
     if action not in _ELICIT_ACTIONS:
         return "an ElicitResult's action is 'accept', 'decline' or 'cancel'"
@@ -1414,6 +1431,8 @@ def _field_problem(field: Mapping[str, Any], value: Any) -> str | None:
             return "expected a number"
         if kind == "integer" and not (isinstance(value, int) or value.is_integer()):
             return "expected an integer"
+        if isinstance(value, float) and not math.isfinite(value):
+            return "expected a finite number"
         if _out_of(value, field, "minimum", "maximum"):
             return "out of bounds"
     elif kind == "boolean":

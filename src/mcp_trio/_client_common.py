@@ -37,6 +37,7 @@ from mcp_sansio import (
 from mcp_sansio import types as t
 from mcp_sansio._config import check_request_timeout
 from mcp_sansio._json import dumps
+from mcp_sansio._modern import elicit_result_problem
 from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._tasks import TASKS_NOTIFICATION, refuse_legacy_tasks
 from mcp_sansio._versions import REVISIONS
@@ -956,7 +957,9 @@ def checked_answer(
     (client/elicitation): the answer is structured as its result type
     (``CreateMessageResult``: ``model``, ``role`` and ``content`` are required;
     ``ElicitResult``: ``action`` is ``accept``, ``decline`` or ``cancel``), and an
-    accepted form's ``content`` is checked against ``requestedSchema``.
+    accepted form's ``content`` is checked against ``requestedSchema`` by the core's
+    rule (:func:`mcp_sansio._modern.elicit_result_problem`, which the core applies to
+    what is sent in both eras).
 
     Args:
         method: ``sampling/createMessage`` or ``elicitation/create``.
@@ -1006,14 +1009,13 @@ def checked_answer(
             }
     _fits(shape, t.ElicitResult, "on_elicitation")
     if form is not None and data["action"] == "accept":
-        try:
-            problems = validate(content or {}, unstructure(form.requested_schema), root="content")
-        except ValueError:  # (a keyword we cannot check: the server's form, not ours)
-            problems = []
-        if problems:
+        # The core's rule, which it holds the answer to as it is sent (retry_with_input,
+        # send_result): asked here first to blame the callback, not the connection.
+        why = elicit_result_problem(unstructure(form), data)
+        if why is not None:
             raise CallbackAnswerError(
                 "on_elicitation accepted with content that does not fit the requested "
-                f"schema: {terminal_safe('; '.join(problems), one_line=True)}"
+                f"schema: {terminal_safe(why, one_line=True)}"
             )
     return data
 

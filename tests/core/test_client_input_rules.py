@@ -13,6 +13,7 @@ the application sees it, as the legacy era holds a server's requests: no I/O.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -220,12 +221,17 @@ SCHEMA = {
         "ratio": {"type": "number"},
         "ok": {"type": "boolean"},
         "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "maxItems": 2},
+        "picks": {  # (a titled multi-select: its choices are its items' anyOf consts)
+            "type": "array",
+            "items": {"anyOf": [{"const": "p", "title": "P"}, {"const": "q", "title": "Q"}]},
+        },
     },
     "required": ["name"],
 }
 FORM_ASKED = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": SCHEMA}}
 EVERYTHING = {"form": FORM_ASKED, "url": ELICIT_URL, "sample": SAMPLING, "roots": ROOTS}
 CAN_ANSWER: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
+NAN, INF = math.nan, math.inf
 SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
 
 
@@ -251,6 +257,7 @@ def awaiting(requests: dict[str, Any]) -> tuple[Connection, InputRequired]:
                     "ratio": 0.5,
                     "ok": False,
                     "tags": ["y", "x"],
+                    "picks": ["q", "p"],
                     "other": [1],  # (a field the form does not name: not the client's to judge)
                 },
             }
@@ -268,36 +275,43 @@ def test_answers_that_fit_are_sent(answers: dict[str, Any]) -> None:
     assert loads(retry)["params"].get("inputResponses", {}) == answers
 
 
-@pytest.mark.parametrize(
-    ("answers", "problem"),
-    [
-        ({"zzz": {"action": "decline"}}, "inputResponses['zzz'] answers no question asked"),
-        ({"form": 5}, "an answer is an object, not int"),
-        ({"form": {"content": {"name": "Ann"}}}, "action is 'accept', 'decline' or 'cancel'"),
-        ({"form": {"action": "yes"}}, "action is 'accept', 'decline' or 'cancel'"),
-        ({"form": {"action": "accept", "content": [1]}}, "content is an object"),
-        ({"form": {"action": "accept"}}, "required field 'name' is missing"),
-        ({"form": {"action": "accept", "content": {"name": 5}}}, "'name': expected a string"),
-        ({"form": {"action": "accept", "content": {"name": ""}}}, "'name': its length"),
-        ({"form": {"action": "accept", "content": {"name": "A", "size": "xl"}}}, "'size': not"),
-        ({"form": {"action": "accept", "content": {"name": "A", "tone": "b"}}}, "'tone': not"),
-        ({"form": {"action": "accept", "content": {"name": "A", "age": 2.5}}}, "an integer"),
-        ({"form": {"action": "accept", "content": {"name": "A", "age": -1}}}, "out of bounds"),
-        ({"form": {"action": "accept", "content": {"name": "A", "age": True}}}, "a number"),
-        ({"form": {"action": "accept", "content": {"name": "A", "ok": "yes"}}}, "a boolean"),
-        ({"form": {"action": "accept", "content": {"name": "A", "tags": "x"}}}, "list of strings"),
-        ({"form": {"action": "accept", "content": {"name": "A", "tags": ["z"]}}}, "choices"),
-        (
-            {"form": {"action": "accept", "content": {"name": "A", "tags": ["x", "y", "x"]}}},
-            "number of items",
-        ),
-        ({"sample": {**SAMPLED, "role": "system"}}, "role is 'user' or 'assistant'"),
-        ({"sample": {k: v for k, v in SAMPLED.items() if k != "model"}}, "names its model"),
-        ({"sample": {**SAMPLED, "content": "hi"}}, "content is a content block"),
-        ({"roots": {"roots": "/"}}, "roots are a list of objects with a uri"),
-        ({"roots": {"roots": [{"name": "no uri"}]}}, "roots are a list of objects with a uri"),
-    ],
-)
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    ({"zzz": {"action": "decline"}}, "inputResponses['zzz'] answers no question asked"),
+    ({"form": 5}, "an answer is an object, not int"),
+    ({"form": {"content": {"name": "Ann"}}}, "action is 'accept', 'decline' or 'cancel'"),
+    ({"form": {"action": "yes"}}, "action is 'accept', 'decline' or 'cancel'"),
+    ({"form": {"action": "accept", "content": [1]}}, "content is an object"),
+    ({"form": {"action": "accept"}}, "required field 'name' is missing"),
+    ({"form": {"action": "accept", "content": {"name": 5}}}, "'name': expected a string"),
+    ({"form": {"action": "accept", "content": {"name": ""}}}, "'name': its length"),
+    ({"form": {"action": "accept", "content": {"name": "A", "size": "xl"}}}, "'size': not"),
+    ({"form": {"action": "accept", "content": {"name": "A", "tone": "b"}}}, "'tone': not"),
+    ({"form": {"action": "accept", "content": {"name": "A", "age": 2.5}}}, "an integer"),
+    ({"form": {"action": "accept", "content": {"name": "A", "age": -1}}}, "out of bounds"),
+    ({"form": {"action": "accept", "content": {"name": "A", "age": True}}}, "a number"),
+    ({"form": {"action": "accept", "content": {"name": "A", "ok": "yes"}}}, "a boolean"),
+    ({"form": {"action": "accept", "content": {"name": "A", "tags": "x"}}}, "list of strings"),
+    ({"form": {"action": "accept", "content": {"name": "A", "tags": ["z"]}}}, "choices"),
+    (
+        {"form": {"action": "accept", "content": {"name": "A", "tags": ["x", "y", "x"]}}},
+        "number of items",
+    ),
+    (
+        {"form": {"action": "accept", "content": {"name": "A", "picks": ["p", "r"]}}},
+        "'picks': a value is not",
+    ),
+    ({"form": {"action": "accept", "content": {"name": "A", "ratio": NAN}}}, "a finite number"),
+    ({"form": {"action": "accept", "content": {"name": "A", "ratio": -INF}}}, "a finite number"),
+    ({"sample": {**SAMPLED, "role": "system"}}, "role is 'user' or 'assistant'"),
+    ({"sample": {k: v for k, v in SAMPLED.items() if k != "model"}}, "names its model"),
+    ({"sample": {**SAMPLED, "content": "hi"}}, "content is a content block"),
+    ({"roots": {"roots": "/"}}, "roots are a list of objects with a uri"),
+    ({"roots": {"roots": [{"name": "no uri"}]}}, "roots are a list of objects with a uri"),
+]
+"""Answers that do not fit the round asked (``EVERYTHING``), and what is said of each."""
+
+
+@pytest.mark.parametrize(("answers", "problem"), REFUSED)
 def test_answers_that_do_not_fit_are_refused(answers: dict[str, Any], problem: str) -> None:
     conn, event = awaiting(EVERYTHING)
     with pytest.raises(LocalProtocolError, match="cannot retry with these answers") as info:
@@ -306,6 +320,60 @@ def test_answers_that_do_not_fit_are_refused(answers: dict[str, Any], problem: s
     # Nothing changed: nothing sent, and the round can still be answered.
     assert conn.data_to_send() == []
     conn.retry_with_input(event.request_id, {"form": {"action": "decline"}}, now=0.0)
+    assert len(conn.data_to_send()) == 1
+
+
+# -- a legacy client's answer to an elicitation/create is held to the same rule, as it is
+# sent (send_result): one depth of checking in both eras.
+
+
+def legacy_asked() -> tuple[Connection, Any]:
+    """A legacy client's core, asked ``FORM_ASKED``: it and the request's id."""
+    pair = ConnectionPair(
+        ConnectionConfig(
+            implementation={"name": "c", "version": "1"}, capabilities=CAN_ANSWER, era="legacy"
+        ),
+        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
+    )
+    pair.handshake()
+    conn = pair.client
+    asked = {"jsonrpc": "2.0", "id": "e1", **FORM_ASKED}
+    (event,) = conn.receive_message(dumps(asked), now=0.0)
+    assert isinstance(event, RequestReceived) and event.method == "elicitation/create"
+    return conn, event.request_id
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "accept", "content": {"name": "Ann"}},
+        {"action": "accept", "content": {"name": "Ann", "picks": ["q"], "ratio": 0.5}},
+        {"action": "decline"},
+    ],
+)
+def test_a_legacy_answer_that_fits_is_sent(answer: dict[str, Any]) -> None:
+    conn, rid = legacy_asked()
+    conn.send_result(rid, answer)
+    (sent,) = conn.data_to_send()
+    assert loads(sent) == {"jsonrpc": "2.0", "id": rid, "result": answer}
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (answers["form"], problem)
+        for answers, problem in REFUSED
+        if set(answers) == {"form"} and isinstance(answers["form"], dict)
+    ],
+)
+def test_a_legacy_answer_that_does_not_fit_is_refused(answer: dict[str, Any], problem: str) -> None:
+    conn, rid = legacy_asked()
+    with pytest.raises(LocalProtocolError, match="cannot send this answer") as info:
+        conn.send_result(rid, answer)
+    assert problem in str(info.value)
+    # Nothing changed: nothing sent, and the request can still be answered.
+    assert conn.data_to_send() == []
+    conn.send_result(rid, {"action": "decline"})
     assert len(conn.data_to_send()) == 1
 
 

@@ -231,9 +231,11 @@ def test_form_strings_have_only_the_formats_the_spec_allows() -> None:
 
 @pytest.fixture
 def unchecked_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A modern client whose core sends any answer: the server's own check is under test,
-    and ``Connection.retry_with_input`` would refuse these answers first."""
+    """A client whose core sends any answer: the server's own check is under test, and
+    ``Connection.retry_with_input`` (modern) or ``send_result`` (a legacy elicitation's
+    answer) would refuse these answers first."""
     monkeypatch.setattr(mcp_sansio._modern, "input_responses_problem", lambda *_: None)
+    monkeypatch.setattr(mcp_sansio._modern, "elicit_result_problem", lambda *_: None)
 
 
 @pytest.mark.usefixtures("unchecked_answers")
