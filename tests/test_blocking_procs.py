@@ -216,6 +216,42 @@ def test_a_close_asked_as_the_call_ends_is_done_by_the_calls_thread() -> None:
             client.call_tool("echo", {"text": "x"})
 
 
+def test_a_close_asked_just_before_the_call_lets_go_is_not_lost() -> None:
+    # The narrowest window: the call has looked for a request (none) and is about to
+    # free the connection when another thread's close() lands (it sees the call still
+    # running, so leaves the close to it, and returns). The close was lost: the client
+    # stayed open, its wake-up byte unread, so every later wait woke at once. The
+    # window is made deterministic: the other thread closes right before the call's
+    # thread takes the state lock to let go.
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, stop_timeout=0.5) as client:
+        closers = _closed_by(client)
+        me = threading.get_ident()
+        real = client._state
+        armed = False
+
+        class Lock:  # (client._state, with the other thread's close() let in first)
+            def __enter__(self) -> bool:
+                nonlocal armed
+                if armed and threading.get_ident() == me:
+                    armed = False
+                    assert _in_another_thread(client.close) is None
+                    assert client._close_asked
+                    assert closers == []  # (only asked: the call's own thread closes it)
+                return real.__enter__()
+
+            def __exit__(self, *exc: Any) -> None:
+                real.__exit__(*exc)
+
+        client._state = Lock()  # type: ignore[assignment]
+        with client._in_use():  # (as a call does, around everything it does)
+            armed = True  # (the next take of the lock by this thread: letting go)
+        assert not armed
+        assert closers == [me]
+        assert client._user is None
+        with pytest.raises(SessionClosed, match="the client was closed"):
+            client.call_tool("echo", {"text": "x"})
+
+
 """The blocking client and the processes around its stdio server.
 
 The servers are ``tests/trio/stdio_procs_app.py`` (see its modes) and

@@ -1078,25 +1078,43 @@ class BlockingClient(HandshakeFacts):
     def _leave(self) -> None:
         """This thread's call is over: the connection is free again, once the client
         is closed if another thread asked for it meanwhile (its :meth:`close` left that
-        to us: the call may have ended before it saw the request)."""
+        to us: the call may have ended before it saw the request).
+
+        "No request pending, so release" is one step under the lock: a :meth:`close`
+        that came between a look and the release would return, its request wiped, the
+        client left open and its wake-up unread (every later wait would wake at once)."""
+        released = False
         try:
-            while self._take_close_request():
-                self._close()
+            while True:
+                with self._state:
+                    if not self._close_asked:
+                        self._user = None
+                        released = True
+                        return
+                    asked = self._take_close_request_locked()
+                if asked:
+                    self._close()
         finally:
-            with self._state:
-                self._user = None
-                self._close_asked = False
+            if not released:  # (a failure while closing: free it all the same)
+                with self._state:
+                    self._user = None
+                    self._take_close_request_locked()
 
     def _take_close_request(self) -> bool:
         """Whether another thread's :meth:`close` asked the running call to end (the
         request and its wake-up taken: asked once, answered once)."""
-        if not self._close_asked:  # (the common case, without the lock: only this
-            return False  # thread takes it back)
+        if not self._close_asked:  # (the common case, without the lock: a request
+            return False  # missed here is taken by _leave, under the lock)
         with self._state:
-            self._close_asked = False
-            with suppress(OSError):  # (nothing to read, or closed: nothing to take)
-                self._wake.recv(64)
-            return not self._closed
+            return self._take_close_request_locked()
+
+    def _take_close_request_locked(self) -> bool:
+        """:meth:`_take_close_request`, ``_state`` held: the flag cleared and the
+        wake-up read with it, so that no wake-up outlives its request."""
+        self._close_asked = False
+        with suppress(OSError):  # (nothing to read, or closed: nothing to take)
+            self._wake.recv(64)
+        return not self._closed
 
     def _end_if_asked(self) -> None:
         """Another thread's :meth:`close` asked the running call to end: close the
