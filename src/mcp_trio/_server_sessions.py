@@ -243,13 +243,14 @@ class SessionTracker:
 
     async def announce(self, kind: ListKind) -> None:
         """Count a change of ``kind`` and tell every session now (not via the watchers,
-        which are told it is done)."""
+        which are told it is done). A checkpoint, as :meth:`broadcast` is."""
+        await trio.lowlevel.checkpoint_if_cancelled()  # (before the count: see broadcast)
         self._versions[kind] += 1
         for tracked in self._sessions.values():
             tracked.seen[kind] = self._versions[kind]
         for served in self._http.values():
             served.seen[kind] = self._versions[kind]
-        await self.broadcast(f"notifications/{kind}/list_changed", None)
+        await self._broadcast(f"notifications/{kind}/list_changed", None, subscribed=None)
 
     async def send_task_status(self, owner: str | None, params: dict[str, Any]) -> int:
         """Send a ``notifications/tasks`` to the modern listen streams of ``owner`` (the
@@ -258,7 +259,9 @@ class SessionTracker:
         Sessions get it concurrently, each waiting at most ``_NOTIFY_TIMEOUT`` for its
         turn to write, so that one slow peer does not stall the delivery of the rest
         (past it the message stays queued, and the session writes it once it can).
-        Returns how many HTTP streams and sessions it went to."""
+        Returns how many HTTP streams and sessions it went to. A checkpoint, as
+        :meth:`broadcast` is."""
+        await trio.lowlevel.checkpoint_if_cancelled()  # (see broadcast)
         sent = 0
         for served in list(self._http.values()):
             sent += served.endpoint.send_task_status(params, principal=owner)
@@ -292,10 +295,26 @@ class SessionTracker:
         handler, say) until its session's ``write_timeout`` (30 s); past the bound the
         message stays queued in its session, written once the writes ahead of it are.
 
+        A checkpoint, as a Trio async function should be: a loop of updates with no
+        other await (a publisher) can be cancelled, which it could not when nothing had
+        to wait (no session, or sends that went out at once: the sends' own schedule
+        point is shielded, so that a message sent is never reported cancelled). Hence
+        the cancel point comes first, before anything is sent; the nursery's exit is
+        the schedule point (shielded, after the sends) even when it has no child.
+
         Args:
             subscribed: legacy sessions get it only if they subscribed to this URI
                 (``notifications/resources/updated``).
         """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        await self._broadcast(method, params, subscribed=subscribed)
+
+    async def _broadcast(
+        self, method: str, params: Mapping[str, Any] | None, *, subscribed: str | None
+    ) -> None:
+        """:meth:`broadcast`, its cancel point passed (:meth:`announce`'s own comes
+        before its count: the deadline may pass in between, and a change counted as
+        announced must be sent)."""
         body = None if params is None else dict(params)
         for served in list(self._http.values()):
             sessions = None

@@ -212,3 +212,52 @@ async def test_a_legacy_session_reaches_prompts_added_later_when_declared_up_fro
             else:
                 with pytest.raises(LocalProtocolError, match="'prompts' capability"):
                     await client.request("prompts/list")
+
+
+NOTIFIERS = {
+    "notify_tools_changed": lambda server: server.notify_tools_changed(),
+    "notify_prompts_changed": lambda server: server.notify_prompts_changed(),
+    "notify_resources_changed": lambda server: server.notify_resources_changed(),
+    "notify_resource_updated": lambda server: server.notify_resource_updated("res://one"),
+}
+
+
+@pytest.mark.parametrize("notify", NOTIFIERS.values(), ids=NOTIFIERS.keys())
+async def test_notifying_with_no_session_is_a_cancel_point(notify: Any) -> None:
+    # Nothing to wait on: it was no cancel point, so a publisher looping on updates
+    # could not be stopped (by a timeout, or its nursery's cancellation).
+    server = make_server()
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await notify(server)
+        pytest.fail("not cancelled")  # pragma: no cover
+    assert scope.cancelled_caught
+    await notify(server)  # (uncancelled: goes nowhere, without error)
+
+
+async def test_a_cancelled_notification_is_not_sent(era: str) -> None:
+    # To a session whose sends go out at once (no cancel point either): the cancel
+    # point comes before anything is sent, so a cancelled call sends nothing (a list
+    # change included).
+    server = make_server()
+    inbox = Inbox(*METHODS)
+    wanted = {**every_list(), "resourceSubscriptions": ["res://one", "res://two"]}
+    async with listening(server, era, inbox, **wanted) as client:
+        if era == "legacy":
+            for uri in ("res://one", "res://two"):
+                assert await client.request("resources/subscribe", {"uri": uri}) == {}
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await server.notify_resource_updated("res://one")
+        assert scope.cancelled_caught
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await server.notify_tools_changed()
+        assert scope.cancelled_caught
+        await server.notify_resource_updated("res://two")
+        note = await inbox.next()
+        assert note.method == "notifications/resources/updated"
+        assert note.params is not None
+        assert note.params["uri"] == "res://two"
+        await inbox.assert_empty()
