@@ -1445,6 +1445,50 @@ def test_a_get_stream_that_keeps_ending_is_polled_less_and_less(
     assert 3 <= len(gets) <= 12, len(gets)
 
 
+def test_a_get_stream_whose_resumption_is_refused_is_opened_afresh(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The GET stream ends; its resumption is refused with ``410`` (the events are
+    gone): it is opened again afresh, as the Trio client's, not given up for the rest
+    of the session (only a ``405``, or a refusal before any stream came, means "no GET
+    stream"): what the server says on its own was lost for good."""
+    gets: list[str] = []
+    fresh_again = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, b"")
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+        if head.startswith(b"GET"):
+            resumed = b"last-event-id: e1" in head.lower()
+            gets.append("resume" if resumed else "fresh")
+            if resumed:
+                respond(sock, "410 Gone", {}, b"")
+            elif len(gets) == 1:
+                sock.sendall(sse + b"\r\n\r\nid: e1\nretry: 10\ndata:\n\n")  # (then it ends)
+            else:
+                fresh_again.set()
+                sock.sendall(sse + b"\r\n\r\nretry: 10\n\n")
+        elif b"tools/call" in body:
+            fresh_again.wait(TIMEOUT)  # (a slow tool: the GET stream is read meanwhile)
+            message = loads(body)
+            assert isinstance(message, dict)
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    fast = HttpClientConfig(default_retry_ms=10)
+    with connect(server.url, era="legacy", http_config=fast, timeout=2 * TIMEOUT) as client:
+        client.call_tool("slow")
+    assert fresh_again.is_set()
+    assert gets[:3] == ["fresh", "resume", "fresh"]
+
+
 def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:
     """The server holds its answer to ``notifications/initialized`` a while: no request
     may arrive before that answer (the session is not ready before it)."""

@@ -490,6 +490,7 @@ class HttpTransport:
         self._get_failures = 0  # attempts in a row that got no stream
         self._get_quiet = 0  # attempts in a row that brought no message
         self._get_refused = False  # the server offers no GET stream: not asked again
+        self._get_opened = False  # a GET stream came once (then only a 405 is "none")
         self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
         self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
         self._gated: str | None = None  # the session whose first GET that was
@@ -1099,12 +1100,23 @@ class HttpTransport:
         self._start(self._get, now)
 
     def _get_head(self, exchange: _Exchange) -> None:
+        """The GET stream's head. Not a stream: the server offers none if it says so
+        (the spec's ``405``) or never gave one; else the stream is opened again once
+        this answer ends (``_get_ended``), as the Trio client's: afresh after a refused
+        resumption (the events are gone: a ``410``, say), not counted; after another
+        refusal counted, as an attempt that got no stream."""
         reader = exchange.reader
         assert reader is not None
         if reader.kind == "sse":
             self._get_failures = 0
+            self._get_opened = True
             return
         if reader.session_expired:
+            return
+        if reader.status != 405 and self._get_opened:
+            logger.debug("HTTP: the GET stream got status %d: opened again", reader.status)
+            if not (exchange.sent.last_event_id and reader.status < 500):
+                self._get_failures += 1
             return
         logger.debug("HTTP: no GET stream (status %d)", reader.status)
         self._close(exchange)
