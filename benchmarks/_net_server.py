@@ -40,7 +40,7 @@ from mcp_sansio.http import HttpServerConfig
 from mcp_trio._http_server import serve_http
 
 from ._servers import SERVER_CONFIG, low_level_handlers
-from ._trio import floor_answer, write_fd
+from ._trio import floor_answer, read_fd, write_fd
 
 __all__ = ["KINDS", "main"]
 
@@ -104,17 +104,30 @@ def _sse_reply(payload: bytes) -> tuple[list[tuple[str, str]], bytes]:
 
 
 async def _http_floor_connection(
-    reply: Callable[[bytes], tuple[list[tuple[str, str]], bytes]], stream: trio.SocketStream
+    reply: Callable[[bytes], tuple[list[tuple[str, str]], bytes]],
+    stream: trio.SocketStream,
+    *,
+    tight: bool = False,
 ) -> None:
+    """Answer every POST of one connection. Plain: ``receive_some`` / ``send_all`` on
+    the stream. ``tight``: ``os.read`` / ``os.write`` on its socket (:func:`read_fd`,
+    :func:`write_fd`), waiting only when nothing can be read, or written."""
     conn = h11.Connection(h11.SERVER)
-    answer, receive_some, send_all = floor_answer, stream.receive_some, stream.send_all
+    receive: Callable[[], Awaitable[bytes]]
+    send: Callable[[bytes], Awaitable[object]]
+    if tight:
+        fd = stream.socket.fileno()
+        receive, send = functools.partial(read_fd, fd, _CHUNK), functools.partial(write_fd, fd)
+    else:
+        receive, send = functools.partial(stream.receive_some, _CHUNK), stream.send_all
+    answer = floor_answer
     try:
         while True:
             body = b""
             while True:
                 event = conn.next_event()
                 if event is h11.NEED_DATA:
-                    conn.receive_data(await receive_some(_CHUNK))
+                    conn.receive_data(await receive())
                 elif isinstance(event, h11.Data):
                     body += event.data
                 elif isinstance(event, h11.EndOfMessage):
@@ -122,50 +135,18 @@ async def _http_floor_connection(
                 elif isinstance(event, h11.ConnectionClosed):
                     return
             headers, data = reply(answer(body))
-            await send_all(
+            await send(
                 conn.send(h11.Response(status_code=200, headers=headers))
                 + conn.send(h11.Data(data=data))
                 + conn.send(h11.EndOfMessage())
             )
             conn.start_next_cycle()
-    except (h11.RemoteProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
-        return
-    finally:
-        await trio.aclose_forcefully(stream)
-
-
-async def _http_floor_tight_connection(
-    reply: Callable[[bytes], tuple[list[tuple[str, str]], bytes]], stream: trio.SocketStream
-) -> None:
-    """:func:`_http_floor_connection` through ``os.read`` / ``os.write`` on the socket."""
-    conn = h11.Connection(h11.SERVER)
-    answer, read, wait_readable = floor_answer, os.read, trio.lowlevel.wait_readable
-    fd = stream.socket.fileno()
-    try:
-        while True:
-            body = b""
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    try:
-                        conn.receive_data(read(fd, _CHUNK))
-                    except BlockingIOError:
-                        await wait_readable(fd)
-                elif isinstance(event, h11.Data):
-                    body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                elif isinstance(event, h11.ConnectionClosed):
-                    return
-            headers, data = reply(answer(body))
-            await write_fd(
-                fd,
-                conn.send(h11.Response(status_code=200, headers=headers))
-                + conn.send(h11.Data(data=data))
-                + conn.send(h11.EndOfMessage()),
-            )
-            conn.start_next_cycle()
-    except (h11.RemoteProtocolError, OSError):  # (a reset connection: ConnectionError)
+    except (
+        h11.RemoteProtocolError,
+        trio.BrokenResourceError,
+        trio.ClosedResourceError,
+        OSError,  # (tight: a reset connection, ConnectionError)
+    ):
         return
     finally:
         await trio.aclose_forcefully(stream)
@@ -173,8 +154,7 @@ async def _http_floor_tight_connection(
 
 async def _http_floor(sse: bool, *, tight: bool = False, task_status: trio.TaskStatus[int]) -> None:
     handler = functools.partial(
-        _http_floor_tight_connection if tight else _http_floor_connection,
-        _sse_reply if sse else _json_reply,
+        _http_floor_connection, _sse_reply if sse else _json_reply, tight=tight
     )
     async with trio.open_nursery() as nursery:
         listeners: list[trio.SocketListener] = await nursery.start(

@@ -18,7 +18,7 @@ import sys
 
 import trio
 
-from ._trio import floor_answer, write_fd
+from ._trio import floor_answer, read_fd, write_fd
 
 
 async def main() -> None:
@@ -38,16 +38,8 @@ async def main_tight() -> None:
     stdin, stdout = os.dup(0), os.dup(1)
     os.set_blocking(stdin, False)
     os.set_blocking(stdout, False)
-    answer, read, wait_readable = floor_answer, os.read, trio.lowlevel.wait_readable
-    pending = b""
-    while True:
-        try:
-            chunk = read(stdin, 65_536)
-        except BlockingIOError:
-            await wait_readable(stdin)
-            continue
-        if not chunk:
-            return
+    answer, pending = floor_answer, b""
+    while chunk := await read_fd(stdin):
         *lines, pending = (pending + chunk).split(b"\n")
         if lines:
             await write_fd(stdout, b"".join([answer(line) + b"\n" for line in lines]))

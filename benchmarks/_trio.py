@@ -26,8 +26,8 @@ caller dumps its request with a fresh id and waits on a ``trio.Event``; the serv
 the request and dumps the canned result under its id; the client's reader loads the
 answer and wakes the caller waiting for that id. The plain floors use Trio's ordinary
 calls, which always yield (``await send``, ``receive_some``, ``send_all``), and write
-one message at a time. The *tight* floors (:class:`TightFloorClient`,
-:func:`write_fd`, ``*.floor.tight`` cases) do the same work
+one message at a time. The *tight* floors (:class:`FloorClient` with ``send_nowait``,
+:func:`read_fd`, :func:`write_fd`, ``*.floor.tight`` cases) do the same work
 through the cheapest paths a careful hand-written echo would take, the ones mcp_trio
 takes too: a send that does not yield when it need not (``send_nowait``, ``os.write``
 on a non-blocking descriptor), a read that does not yield while data is there
@@ -62,7 +62,6 @@ __all__ = [
     "Driver",
     "FloorClient",
     "RssSampler",
-    "TightFloorClient",
     "TrioThread",
     "bench_setup",
     "calls_case",
@@ -72,6 +71,7 @@ __all__ = [
     "module_command",
     "open_net_server",
     "open_pipe_process",
+    "read_fd",
     "rss_case",
     "rss_kib",
     "trio_bench",
@@ -416,11 +416,20 @@ class FloorClient:
     """The floor client: requests with fresh ids, answers matched back by id.
 
     Args:
-        send: writes one serialized request (the transport adds its framing).
+        send: writes one serialized request (the transport adds its framing), waiting
+            as needed.
+        send_nowait: the tight floors' first try: sends the request whole without
+            waiting, or returns ``False`` (nothing sent) when that would need a wait;
+            only then is ``send`` called. ``None`` (the plain floors): always ``send``.
     """
 
-    def __init__(self, send: Callable[[bytes], Awaitable[object]]) -> None:
+    def __init__(
+        self,
+        send: Callable[[bytes], Awaitable[object]],
+        send_nowait: Callable[[bytes], bool] | None = None,
+    ) -> None:
         self._send = send
+        self._send_nowait = send_nowait
         self._waiting: dict[int, _Slot] = {}
         self._last_id = 0
 
@@ -429,11 +438,11 @@ class FloorClient:
         self._last_id = rid = self._last_id + 1
         slot = _Slot()
         self._waiting[rid] = slot
-        await self._send(
-            _dumps(
-                {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
-            )
+        request = _dumps(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
         )
+        if self._send_nowait is None or not self._send_nowait(request):
+            await self._send(request)
         await slot.event.wait()
         return slot.message["result"]
 
@@ -457,62 +466,9 @@ class FloorClient:
         except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
             return
 
-    async def read_lines(self, stream: trio.abc.ReceiveStream) -> None:
-        """Reader of newline-delimited JSON from a byte stream: until it ends."""
-        deliver = self.deliver
-        receive_some = stream.receive_some
-        pending = b""
-        while chunk := await receive_some(65_536):
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                deliver(line)
-
-
-@final
-class TightFloorClient:
-    """The tight floor client: :class:`FloorClient`'s work, sending without yielding.
-
-    Args:
-        send_nowait: sends one serialized request whole without waiting, or returns
-            ``False`` (nothing sent) when that would need a wait.
-        send: sends it, waiting as needed (called only when ``send_nowait`` refused).
-    """
-
-    def __init__(
-        self, send_nowait: Callable[[bytes], bool], send: Callable[[bytes], Awaitable[object]]
-    ) -> None:
-        self._send_nowait = send_nowait
-        self._send = send
-        self._waiting: dict[int, _Slot] = {}
-        self._last_id = 0
-
-    async def call(self) -> Any:
-        """One ``tools/call``: dump it, send it (no yield if it fits), wait for the answer."""
-        self._last_id = rid = self._last_id + 1
-        slot = _Slot()
-        self._waiting[rid] = slot
-        request = _dumps(
-            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
-        )
-        if not self._send_nowait(request):
-            await self._send(request)
-        await slot.event.wait()
-        return slot.message["result"]
-
-    def deliver(self, message: bytes | str) -> None:
-        """The reader: load one answer and wake its caller."""
-        answer = _loads(message)
-        slot = self._waiting.pop(answer["id"])
-        slot.message = answer
-        slot.event.set()
-
-    def quiet(self) -> bool:
-        """Whether no caller is waiting."""
-        return not self._waiting
-
     async def read_channel(self, channel: trio.MemoryReceiveChannel[bytes]) -> None:
-        """Reader of a memory channel: takes what is queued without yielding, waits
-        only on an empty channel; until it ends."""
+        """Reader of a memory channel for the tight floor: takes what is queued without
+        yielding, waits only on an empty channel; until it ends."""
         deliver, receive_nowait, receive = self.deliver, channel.receive_nowait, channel.receive
         try:
             while True:
@@ -523,23 +479,27 @@ class TightFloorClient:
         except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
             return
 
-    async def read_lines(self, fd: int, chunk: int = 65_536) -> None:
-        """Reader of newline-delimited JSON from a non-blocking descriptor (a pipe, a
-        socket), until its end: ``os.read`` first, ``wait_readable`` only when nothing
-        is there (no yield while data is)."""
-        deliver, read, wait_readable = self.deliver, os.read, trio.lowlevel.wait_readable
+    async def read_lines(self, receive: Callable[[], Awaitable[bytes | bytearray]]) -> None:
+        """Reader of newline-delimited JSON from a byte stream, until it ends (``receive``
+        returns ``b""``): ``partial(stream.receive_some, 65_536)`` for the plain floors,
+        ``partial(read_fd, fd)`` for the tight ones."""
+        deliver = self.deliver
         pending = b""
-        while True:
-            try:
-                data = read(fd, chunk)
-            except BlockingIOError:
-                await wait_readable(fd)
-                continue
-            if not data:
-                return
-            *lines, pending = (pending + data).split(b"\n")
+        while chunk := await receive():
+            *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
                 deliver(line)
+
+
+async def read_fd(fd: int, size: int = 65_536) -> bytes:
+    """Read at most ``size`` bytes from non-blocking ``fd`` (``b""`` at its end):
+    ``os.read`` first, ``wait_readable`` only when nothing is there (no yield while
+    data is)."""
+    while True:
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
 
 
 async def write_fd(fd: int, data: bytes) -> None:

@@ -32,7 +32,7 @@ calls/s, with 1 and with 100 requests in flight, with JSON and with SSE response
 from __future__ import annotations
 
 import functools
-import os
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, final
 
 import h11
@@ -44,7 +44,15 @@ from mcp_trio._http_config import HttpTransportConfig
 
 from ._harness import Case, Settings, Skip
 from ._servers import CLIENT_CONFIG
-from ._trio import Driver, calls_case, driver, open_net_server, until_closed, write_fd
+from ._trio import (
+    Driver,
+    calls_case,
+    driver,
+    open_net_server,
+    read_fd,
+    until_closed,
+    write_fd,
+)
 from .workloads import CALL_TOOL_PARAMS
 
 __all__ = ["DESCRIPTION", "cases", "unavailable"]
@@ -69,28 +77,44 @@ def _sse_data(body: bytes) -> bytes:
     return b"\n".join(line[6:] for line in body.split(b"\n") if line.startswith(b"data: "))
 
 
-class _HttpFloorClient:
-    """POST each request on an idle keep-alive connection, read its answer there."""
+_Receive = Callable[[], Awaitable[bytes]]
+_Send = Callable[[bytes], Awaitable[object]]
 
-    def __init__(self, port: int, *, sse: bool) -> None:
+
+@final
+class _HttpFloorClient:
+    """POST each request on an idle keep-alive connection, read its answer there.
+
+    Plain: ``send_all`` / ``receive_some`` on the stream. ``tight``: ``os.write`` /
+    ``os.read`` on its socket (:func:`write_fd`, :func:`read_fd`): no yield when the
+    kernel takes the request, or has the answer, at once.
+    """
+
+    def __init__(self, port: int, *, sse: bool, tight: bool) -> None:
         self._port = port
         self._host = f"127.0.0.1:{port}"
         self._sse = sse
-        self._idle: list[tuple[trio.SocketStream, h11.Connection]] = []
+        self._tight = tight
+        self._idle: list[tuple[_Receive, _Send, h11.Connection]] = []
         self._all: list[trio.SocketStream] = []
         self._last_id = 0
 
-    async def _connect(self) -> tuple[trio.SocketStream, h11.Connection]:
+    async def _connect(self) -> tuple[_Receive, _Send, h11.Connection]:
         stream = await trio.open_tcp_stream("127.0.0.1", self._port)
         self._all.append(stream)
-        return stream, h11.Connection(h11.CLIENT)
+        conn = h11.Connection(h11.CLIENT)
+        if self._tight:
+            fd = stream.socket.fileno()
+            return functools.partial(read_fd, fd, _CHUNK), functools.partial(write_fd, fd), conn
+        return functools.partial(stream.receive_some, _CHUNK), stream.send_all, conn
 
     async def call(self) -> Any:
         self._last_id = rid = self._last_id + 1
         body = orjson.dumps(
             {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
         )
-        stream, conn = self._idle.pop() if self._idle else await self._connect()
+        link = self._idle.pop() if self._idle else await self._connect()
+        receive, send, conn = link
         head = h11.Request(
             method="POST",
             target=PATH,
@@ -101,12 +125,12 @@ class _HttpFloorClient:
                 ("content-length", str(len(body))),
             ],
         )
-        await stream.send_all(_out(conn, head) + _out(conn, h11.Data(data=body)) + _out(conn))
+        await send(_out(conn, head) + _out(conn, h11.Data(data=body)) + _out(conn))
         payload = b""
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(_CHUNK))
+                conn.receive_data(await receive())
             elif isinstance(event, h11.Data):
                 payload += event.data
             elif isinstance(event, h11.EndOfMessage):
@@ -116,7 +140,7 @@ class _HttpFloorClient:
             else:
                 raise RuntimeError(f"unexpected {event!r}")
         conn.start_next_cycle()
-        self._idle.append((stream, conn))
+        self._idle.append(link)
         answer = orjson.loads(_sse_data(payload) if self._sse else payload)
         assert answer["id"] == rid, answer
         return answer["result"]
@@ -124,52 +148,6 @@ class _HttpFloorClient:
     async def aclose(self) -> None:
         for stream in self._all:
             await trio.aclose_forcefully(stream)
-
-
-@final
-class _HttpTightFloorClient(_HttpFloorClient):
-    """:class:`_HttpFloorClient` through ``os.write`` / ``os.read`` on the socket: no
-    yield when the kernel takes the request, or has the answer, at once."""
-
-    async def call(self) -> Any:
-        self._last_id = rid = self._last_id + 1
-        body = orjson.dumps(
-            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
-        )
-        stream, conn = self._idle.pop() if self._idle else await self._connect()
-        head = h11.Request(
-            method="POST",
-            target=PATH,
-            headers=[
-                ("host", self._host),
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("content-length", str(len(body))),
-            ],
-        )
-        fd = stream.socket.fileno()
-        await write_fd(fd, _out(conn, head) + _out(conn, h11.Data(data=body)) + _out(conn))
-        payload = b""
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                try:
-                    conn.receive_data(os.read(fd, _CHUNK))
-                except BlockingIOError:
-                    await trio.lowlevel.wait_readable(fd)
-            elif isinstance(event, h11.Data):
-                payload += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            elif isinstance(event, h11.Response):
-                assert event.status_code == 200, event
-            else:
-                raise RuntimeError(f"unexpected {event!r}")
-        conn.start_next_cycle()
-        self._idle.append((stream, conn))
-        answer = orjson.loads(_sse_data(payload) if self._sse else payload)
-        assert answer["id"] == rid, answer
-        return answer["result"]
 
 
 def _out(conn: h11.Connection, event: h11.Event | None = None) -> bytes:
@@ -183,7 +161,7 @@ async def _floor(
 ) -> None:
     kind = f"http-floor{'-tight' if tight else ''}-{'sse' if sse else 'json'}"
     async with open_net_server(kind) as (port, pid):
-        client = (_HttpTightFloorClient if tight else _HttpFloorClient)(port, sse=sse)
+        client = _HttpFloorClient(port, sse=sse, tight=tight)
         try:
             await client.call()
             task_status.started(driver(client.call, in_flight=in_flight, server_pid=pid))

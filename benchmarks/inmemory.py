@@ -65,7 +65,6 @@ from ._trio import (
     RSS_CALLS,
     Driver,
     FloorClient,
-    TightFloorClient,
     bench_setup,
     driver,
     floor_answer,
@@ -144,7 +143,7 @@ async def _floor_tight(in_flight: int, *, task_status: trio.TaskStatus[Driver]) 
             return False
         return True
 
-    client = TightFloorClient(send_nowait, to_server.send)
+    client = FloorClient(to_server.send, send_nowait)
 
     async def serve() -> None:
         answer, receive_nowait, receive = (

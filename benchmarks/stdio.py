@@ -47,11 +47,11 @@ from ._trio import (
     RSS_CALLS,
     Driver,
     FloorClient,
-    TightFloorClient,
     calls_case,
     driver,
     module_command,
     open_pipe_process,
+    read_fd,
     rss_case,
     until_closed,
     write_fd,
@@ -86,7 +86,9 @@ async def _floor(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> Non
 
         client = FloorClient(send)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(client.read_lines, process.stdout)
+            nursery.start_soon(
+                client.read_lines, functools.partial(process.stdout.receive_some, 65_536)
+            )
             await client.call()
             task_status.started(
                 driver(client.call, in_flight=in_flight, quiet=client.quiet, server_pid=process.pid)
@@ -112,9 +114,11 @@ async def _floor_tight(in_flight: int, *, task_status: trio.TaskStatus[Driver]) 
         async def send(request: bytes) -> None:
             await write_fd(stdin, request + b"\n")
 
-        client = TightFloorClient(send_nowait, send)
+        client = FloorClient(send, send_nowait)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(client.read_lines, process.stdout.fileno())
+            nursery.start_soon(
+                client.read_lines, functools.partial(read_fd, process.stdout.fileno())
+            )
             await client.call()
             task_status.started(
                 driver(client.call, in_flight=in_flight, quiet=client.quiet, server_pid=process.pid)
