@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from itertools import repeat
 from types import NoneType, UnionType
 from typing import Any, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
 from cattrs import BaseValidationError, ClassValidationError, IterableValidationError
 from cattrs.cols import list_structure_factory
+from cattrs.fns import identity
 from cattrs.gen import (
     make_dict_structure_fn,
     make_dict_unstructure_fn,
@@ -167,7 +169,18 @@ def _literal_hook(tp: Any) -> _StructureHook:
             return value
         raise _Invalid(f"expected {expected}, got {json.dumps(value, default=repr)}")
 
-    return structure_literal
+    if len(allowed) != 1:
+        return structure_literal
+    # The common case (``jsonrpc``, ``method``, ``type``): one value, compared without the
+    # generator; :func:`_same`'s rule, inlined.
+    only, only_type = allowed[0], type(allowed[0])
+
+    def structure_constant(value: Any, _: Any) -> Any:
+        if type(value) is only_type and value == only:
+            return value
+        return structure_literal(value, _)
+
+    return structure_constant
 
 
 # --- Containers -----------------------------------------------------------------------------
@@ -200,7 +213,22 @@ def _dict_hook(tp: Any) -> _StructureHook:
             raise _Invalid(f"expected an object, got {_kind(value)}")
         return inner(value, tp)
 
-    return structure_dict
+    if get_args(tp) != (str, Any):
+        return structure_dict
+
+    # ``dict[str, Any]`` (arguments, schemas, ``_meta``): the values are kept as they are,
+    # so a plain dict whose keys are all strings (all JSON objects) is copied in one step,
+    # without a call per key; anything else takes the checks above, and their errors.
+    def structure_json_object(value: Any, _: Any) -> Any:
+        if type(value) is dict and all(map(isinstance, value, _STR)):
+            return dict(value)
+        return structure_dict(value, _)
+
+    return structure_json_object
+
+
+_STR = repeat(str)
+"""``str`` as often as :func:`map` asks: ``map(isinstance, keys, _STR)`` checks every key."""
 
 
 # --- attrs classes --------------------------------------------------------------------------
@@ -390,8 +418,15 @@ def _union_hook(tp: Any) -> _StructureHook:
     expected = " or ".join(_describe(m) for m in members)
     structure = _converter.structure
     index = _discriminator(classes)
+    # The exact types the plain scalar members take as they are (every scalar hook returns
+    # the value it accepts): an ``int`` request id is not first tried, and refused, as a
+    # ``str``. Subclasses (enums, ``bool`` for ``int``) go the long way, as before.
+    takes: dict[Any, set[type]] = {str: {str}, int: {int}, float: {int, float}, bool: {bool}}
+    plain = frozenset(t for m in scalars for t in takes.get(m, ()))
 
     def structure_union(value: Any, _: Any) -> Any:
+        if type(value) in plain:
+            return value
         if value is None and NoneType in members:
             return None
         if isinstance(value, dict):
@@ -444,25 +479,61 @@ _JSON_SCALARS = frozenset({str, int, float, bool, NoneType})
 
 def _unstructure_json(value: Any) -> Any:
     kind = type(value)
+    # An object or array of scalars only (most of a schema) is copied in one step; in the
+    # others the scalar test comes before the call, since most members are scalars.
+    if kind is dict:
+        if _JSON_SCALARS.issuperset(map(type, value.values())):
+            return value.copy()
+        return {
+            k: v if type(v) in _JSON_SCALARS else _unstructure_json(v) for k, v in value.items()
+        }
+    if kind is list:
+        if _JSON_SCALARS.issuperset(map(type, value)):
+            return value.copy()
+        return [v if type(v) in _JSON_SCALARS else _unstructure_json(v) for v in value]
     if kind in _JSON_SCALARS:
         return value
-    if kind is dict:
-        return {k: _unstructure_json(v) for k, v in value.items()}
-    if kind is list:
-        return [_unstructure_json(v) for v in value]
     return _converter.unstructure(value)
 
 
-def _unstructure_json_object(obj: dict[Any, Any]) -> dict[Any, Any]:
-    return {k: _unstructure_json(v) for k, v in obj.items()}
+def _unstructure_json_object(obj: Mapping[Any, Any]) -> dict[Any, Any]:
+    if type(obj) is dict:
+        return _unstructure_json(obj)  # type: ignore[no-any-return]
+    return {k: _unstructure_json(v) for k, v in obj.items()}  # (a subclass: its items())
 
 
 def _unstructure_json_array(obj: list[Any]) -> list[Any]:
+    if type(obj) is list:
+        return _unstructure_json(obj)  # type: ignore[no-any-return]
     return [_unstructure_json(v) for v in obj]
 
 
 _converter.register_unstructure_hook(dict, _unstructure_json_object)
 _converter.register_unstructure_hook(list, _unstructure_json_array)
+# ``dict[str, Any]`` members (schemas, arguments, ``_meta``): cattrs' own hook would dispatch
+# each value through the converter; the JSON copy does the same in one step. (Keys pass
+# as they are in both: ``str``'s unstructure hook is the identity.)
+_converter.register_unstructure_hook_factory(
+    lambda tp: tp == dict[str, Any], lambda _: _unstructure_json_object
+)
+
+
+def _is_optional(tp: Any) -> bool:
+    return _is_union(tp) and len(get_args(tp)) == 2 and NoneType in get_args(tp)
+
+
+def _optional_unstructure_hook(tp: Any) -> _UnstructureHook:
+    """``X | None``: cattrs' hook calls X's for a value that is not None; when X's is the
+    identity (``str``, numbers, ``Literal``), so is this one, and the generated
+    unstructure functions then copy the member without a call."""
+    (other,) = (m for m in get_args(tp) if m is not NoneType)
+    if _converter.get_unstructure_hook(other) is identity:
+        return identity
+    hook: _UnstructureHook = _converter.gen_unstructure_optional(tp)
+    return hook
+
+
+_converter.register_unstructure_hook_factory(_is_optional, _optional_unstructure_hook)
 
 
 # --- Errors ---------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import enum
 import importlib.util
 import json
 import subprocess
@@ -502,3 +504,82 @@ def test_the_tag_shortcut_picks_what_the_general_rule_picks(data: dict[str, Any]
         assert general is None or not _serde._fits(general, data)
     else:
         assert type(value) is general
+
+
+# The converter's short paths (a constant compared directly, a scalar union member taken by
+# its type, a JSON object copied in one step) give what the general rules give.
+
+
+def test_a_constant_member_is_compared_with_its_json_type() -> None:
+    assert _serde.structure(1, Literal[1]) == 1
+    for wrong, shown in ((True, "true"), (1.0, "1.0"), ("1", '"1"')):
+        with pytest.raises(RemoteProtocolError, match=f"expected 1, got {shown}"):
+            _serde.structure(wrong, Literal[1])
+    request = {"jsonrpc": 2.0, "id": 1, "method": "tools/call", "params": {"name": "t"}}
+    with pytest.raises(RemoteProtocolError, match=r'jsonrpc: expected "2\.0", got 2\.0'):
+        _serde.structure(request, types.CallToolRequest)
+
+
+def test_a_scalar_union_takes_each_member_by_its_type_and_refuses_the_rest() -> None:
+    class Code(enum.IntEnum):
+        A = 3
+
+    for value in (1, "a", Code.A):  # (a subclass is still an int)
+        assert _serde.structure(value, types.RequestId) is value
+    for wrong, kind in ((True, "a boolean"), (1.5, "a number"), (None, "null")):
+        with pytest.raises(RemoteProtocolError, match=f"a string or an integer, got {kind}"):
+            _serde.structure(wrong, types.RequestId)
+
+
+def test_a_json_object_member_is_a_copy_with_string_keys() -> None:
+    arguments = {"a": [1], "b": {"c": 2}}
+    params = _serde.structure({"name": "t", "arguments": arguments}, types.CallToolRequestParams)
+    assert params.arguments == arguments and params.arguments is not arguments
+    assert params.arguments["a"] is arguments["a"]  # values are kept as they are
+
+    class Subclass(dict[str, Any]):
+        pass
+
+    data = {"name": "t", "arguments": Subclass(a=1)}
+    got = _serde.structure(data, types.CallToolRequestParams).arguments
+    assert type(got) is dict and got == {"a": 1}
+    bad = {"name": "t", "arguments": {1: "x"}}
+    with pytest.raises(RemoteProtocolError, match=r"arguments\[1\]: expected a string"):
+        _serde.structure_params(bad, types.CallToolRequestParams)
+
+
+def test_json_members_are_unstructured_as_deep_copies_and_typed_values_in_them_unstructured() -> (
+    None
+):
+    class Code(enum.IntEnum):
+        A = 3
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+    }
+    tool = types.Tool(
+        name="x",
+        input_schema=collections.OrderedDict(schema, code=Code.A, pair=(1, 2)),
+        meta={"k": types.TextContent(text="hi")},
+        title=None,
+    )
+    out = _serde.unstructure(tool)
+    assert out == {
+        "name": "x",
+        "inputSchema": {**schema, "code": Code.A, "pair": [1, 2]},
+        "_meta": {"k": {"type": "text", "text": "hi"}},
+    }
+    copied = out["inputSchema"]
+    assert type(copied) is dict and type(copied["code"]) is Code  # (the enum passes as is)
+    assert copied["properties"] is not schema["properties"]
+    assert copied["properties"]["a"] is not schema["properties"]["a"]
+    assert copied["required"] is not schema["required"]
+    plain = types.Tool(name="x", input_schema=schema, title="T")
+    out = _serde.unstructure(plain)
+    assert out == {"name": "x", "inputSchema": schema, "title": "T"}
+    assert (
+        out["inputSchema"] is not schema
+        and out["inputSchema"]["required"] is not schema["required"]
+    )
