@@ -479,14 +479,20 @@ _JSON_SCALARS = frozenset({str, int, float, bool, NoneType})
 
 def _unstructure_json(value: Any) -> Any:
     kind = type(value)
-    # An object or array of scalars only (most of a schema) is copied in one step; in the
-    # others the scalar test comes before the call, since most members are scalars.
+    # An object or array of scalars only (most of a schema) is copied in one step. An object
+    # with other members is copied, then those members replaced by their own copies; an
+    # object of scalars among them (a schema's properties) without a call.
     if kind is dict:
+        out = value.copy()
         if _JSON_SCALARS.issuperset(map(type, value.values())):
-            return value.copy()
-        return {
-            k: v if type(v) in _JSON_SCALARS else _unstructure_json(v) for k, v in value.items()
-        }
+            return out
+        for key, member in value.items():
+            member_kind = type(member)
+            if member_kind is dict and _JSON_SCALARS.issuperset(map(type, member.values())):
+                out[key] = member.copy()
+            elif member_kind not in _JSON_SCALARS:
+                out[key] = _unstructure_json(member)
+        return out
     if kind is list:
         if _JSON_SCALARS.issuperset(map(type, value)):
             return value.copy()
@@ -512,9 +518,10 @@ _converter.register_unstructure_hook(dict, _unstructure_json_object)
 _converter.register_unstructure_hook(list, _unstructure_json_array)
 # ``dict[str, Any]`` members (schemas, arguments, ``_meta``): cattrs' own hook would dispatch
 # each value through the converter; the JSON copy does the same in one step. (Keys pass
-# as they are in both: ``str``'s unstructure hook is the identity.)
+# as they are in both: ``str``'s unstructure hook is the identity. Anything but a plain
+# dict is dispatched by its class, as cattrs would.)
 _converter.register_unstructure_hook_factory(
-    lambda tp: tp == dict[str, Any], lambda _: _unstructure_json_object
+    lambda tp: tp == dict[str, Any], lambda _: _unstructure_json
 )
 
 
