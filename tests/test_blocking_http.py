@@ -2046,6 +2046,37 @@ def test_a_notification_whose_connection_broke_after_it_was_written_is_sent_agai
         )
 
 
+def test_a_notification_sent_again_after_a_cut_then_refused_503_is_not_said_closing(
+    raw: Callable[..., RawServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A notification whose connection was cut after it was written is sent again, and
+    that is refused ``503`` with ``Retry-After``: lost (sent once more already), and the
+    warning says so without "(closing)": nothing is closing."""
+    seen: list[float] = []
+
+    def cut_then_refuse(sock: socket.socket, message: dict[str, Any]) -> None:
+        seen.append(time.monotonic())
+        if len(seen) == 2:
+            respond(sock, "503 Service Unavailable", {"Retry-After": "1"}, b"")
+        elif len(seen) > 2:
+            respond(sock, "202 Accepted", {}, b"")
+        # (the first closed unanswered, by RawServer)
+
+    server = raw(_one_way_server(cut_then_refuse))
+    transport = HttpTransportConfig(open_get_stream=False)
+
+    def lost() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "one-way message" in r.getMessage()]
+
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test")
+        deadline = time.monotonic() + TIMEOUT
+        while not lost() and time.monotonic() < deadline:
+            client.list_tools()  # (the client's loop runs only in its calls)
+        assert lost() == ["HTTP: a one-way message was refused: status 503"]
+    assert len(seen) == 2
+
+
 def _refused_once(status: str, retry_after: str, seen: list[str], came: threading.Event) -> Handler:
     """A legacy server that answers the first ``notifications/test`` ``status`` with
     ``Retry-After``, and any later one ``202``; ``seen`` is what it was sent after

@@ -874,7 +874,7 @@ class HttpTransport:
                 "HTTP: a one-way message was refused%s: status %d%s",
                 " again" if retried else "",
                 head.status_code,
-                " (closing)" if delay is not None and not retried else "",
+                " (closing)" if self._closing and delay is not None and not retried else "",
             )
             return
         # (In the original's place, not last: a notifications/initialized sent again
