@@ -1489,6 +1489,82 @@ def test_a_get_stream_whose_resumption_is_refused_is_opened_afresh(
     assert gets[:3] == ["fresh", "resume", "fresh"]
 
 
+def test_a_get_stream_that_cannot_be_opened_again_ends_the_session(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The GET stream came once, then every attempt to open it again is refused ``503``:
+    after ``max_resume_attempts`` more, the session ends (``SessionClosed``, saying why),
+    as the Trio client's; it did not say so, and a client that only waited for a long
+    call never learnt that what the server says on its own stopped coming."""
+    gets: list[bytes] = []
+    stop = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        stop.wait(TIMEOUT)  # (a call that never ends: only the session's end ends it)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"GET"):
+            gets.append(head)
+            if len(gets) == 1:
+                sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+                sock.sendall(sse + b"\r\n\r\nid: e1\nretry: 10\ndata:\n\n")  # (then it ends)
+            else:
+                respond(sock, "503 Service Unavailable", {}, b"")
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    fast = HttpClientConfig(default_retry_ms=10)
+    transport = HttpTransportConfig(max_resume_attempts=2)
+    try:
+        with (
+            connect(
+                server.url, era="legacy", http_config=fast, transport=transport, timeout=TIMEOUT
+            ) as client,
+            pytest.raises(SessionClosed, match="GET stream cannot be opened again: status 503"),
+        ):
+            client.call_tool("slow")
+    finally:
+        stop.set()
+    assert len(gets) == 1 + 3  # the stream, then max_resume_attempts + 1 refused
+
+
+def test_a_get_stream_dropped_every_time_is_not_asked_for_again(
+    raw: Callable[..., RawServer],
+) -> None:
+    """A server whose POSTs work closes every GET unanswered (a proxy that takes no
+    streams): after ``max_resume_attempts`` more attempts it offers no GET stream, as
+    the Trio client's rule says, and is not asked again (it was, once a call)."""
+    gets: list[bytes] = []
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"GET"):
+            gets.append(head)  # (closed unanswered, by RawServer)
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    fast = HttpClientConfig(default_retry_ms=10)
+    transport = HttpTransportConfig(max_resume_attempts=2)
+    with connect(
+        server.url, era="legacy", http_config=fast, transport=transport, timeout=TIMEOUT
+    ) as client:
+        deadline = time.monotonic() + TIMEOUT
+        while len(gets) < 3 and time.monotonic() < deadline:
+            assert client.list_tools() == []  # (the client's loop runs only in its calls)
+        for _ in range(3):
+            assert client.list_tools() == []
+    assert len(gets) == 3  # max_resume_attempts + 1, then no more
+
+
 def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:
     """The server holds its answer to ``notifications/initialized`` a while: no request
     may arrive before that answer (the session is not ready before it)."""

@@ -959,7 +959,7 @@ class HttpTransport:
             return
         if exchange is self._get:
             self._close(exchange)
-            self._get_ended(exchange, now)
+            self._get_ended(exchange, now, why)
             return
         sent = exchange.sent
         if lost and sent.resumption and exchange.ids:  # (no answer: tried again, counted)
@@ -1021,7 +1021,8 @@ class HttpTransport:
             return
         self._close(exchange)
         if exchange is self._get:
-            self._get_ended(exchange, now)  # (counted there: tried again, or given up)
+            # (Counted there: tried again, or given up: then the session ends here.)
+            self._get_ended(exchange, now, str(exc), reachable=False)
             if self._get_failures <= self.config.max_resume_attempts:
                 return
         sent = exchange.sent
@@ -1123,21 +1124,30 @@ class HttpTransport:
         self._get = None
         self._get_refused = True
 
-    def _get_ended(self, exchange: _Exchange, now: float) -> None:
+    def _get_ended(
+        self, exchange: _Exchange, now: float, problem: str = "", *, reachable: bool = True
+    ) -> None:
         """The GET stream ended: resume it (or open it again) after the server's retry,
         waiting longer after each attempt in a row that brought no message (the rule
         the Trio client follows too, ``reopen_delay``); after ``max_resume_attempts``
-        attempts in a row that got no stream, give up (the session ends if the server
-        is unreachable: see ``_unreachable``)."""
+        attempts in a row that got no stream (``problem``: why this one got none), give
+        up (``_get_given_up``; ``reachable`` false: no connection, and the session ends
+        there, ``_unreachable``)."""
         if self._get is not exchange:
             return
         self._get = None
         reader = exchange.reader
         if reader is None:
             self._get_failures += 1
+        elif reader.kind != "sse":
+            problem = f"status {reader.status}"
         brought = reader is not None and reader.events_with_data
         self._get_quiet = 0 if brought else self._get_quiet + 1
-        if self._get_failures > self.config.max_resume_attempts or self.http.session_id is None:
+        if self.http.session_id is None:
+            return
+        if self._get_failures > self.config.max_resume_attempts:
+            if reachable:
+                self._get_given_up(problem)
             return
         again = reader.resume() if reader is not None else None
         try:
@@ -1149,6 +1159,21 @@ class HttpTransport:
         delay = reopen_delay(retry_ms, self._get_quiet, floor)
         self._get = _Exchange(request, start_at=now + delay)
         self._start(self._get, now)
+
+    def _get_given_up(self, problem: str) -> None:
+        """More than ``max_resume_attempts`` attempts in a row got no GET stream, as the
+        Trio client's rule: once a stream came, the session ends (what the server says
+        on its own could no longer reach it, and a client that only calls must not look
+        as if it heard everything); before one ever came (dropped every time, from a
+        server whose POSTs work), the server offers none after all: not asked again."""
+        if not self._get_opened:
+            logger.debug("HTTP: no GET stream (%s)", problem)
+            self._get_refused = True
+            return
+        reason = f"the session's GET stream cannot be opened again: {problem}"
+        logger.debug("HTTP: %s", reason)
+        if self.failure is None:
+            self.failure = SessionClosed(reason)
 
     # ------------------------------------------------------------------ closing
 
