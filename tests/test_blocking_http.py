@@ -1565,6 +1565,50 @@ def test_a_get_stream_dropped_every_time_is_not_asked_for_again(
     assert len(gets) == 3  # max_resume_attempts + 1, then no more
 
 
+@pytest.mark.parametrize("failure", ["dropped", "503"])
+def test_a_get_stream_is_resumed_from_its_last_event_id_after_a_failed_attempt(
+    raw: Callable[..., RawServer], failure: str
+) -> None:
+    """The GET stream ends after event ``e1``; its resumption gets no stream (the
+    connection dropped before an answer, or a ``503``): the next attempt still resumes
+    from ``e1``, as the Trio client's (it was opened afresh, and what the server said in
+    between was lost)."""
+    gets: list[bytes] = []
+    third = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        third.wait(TIMEOUT)  # (a slow tool: the GET stream is read meanwhile)
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+        if head.startswith(b"GET"):
+            gets.append(head.lower())
+            if len(gets) == 1:
+                sock.sendall(sse + b"\r\n\r\nid: e1\nretry: 10\ndata:\n\n")  # (then it ends)
+            elif len(gets) == 2:
+                if failure == "503":
+                    respond(sock, "503 Service Unavailable", {}, b"")
+                # (else closed unanswered, by RawServer)
+            else:
+                third.set()
+                sock.sendall(sse + b"\r\n\r\nretry: 10\n\n")
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    fast = HttpClientConfig(default_retry_ms=10)
+    with connect(server.url, era="legacy", http_config=fast, timeout=TIMEOUT) as client:
+        client.call_tool("slow")
+    assert third.is_set()
+    assert b"last-event-id" not in gets[0]
+    assert b"last-event-id: e1" in gets[1]
+    assert b"last-event-id: e1" in gets[2]
+
+
 def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:
     """The server holds its answer to ``notifications/initialized`` a while: no request
     may arrive before that answer (the session is not ready before it)."""

@@ -490,6 +490,7 @@ class HttpTransport:
         self._get_failures = 0  # attempts in a row that got no stream
         self._get_quiet = 0  # attempts in a row that brought no message
         self._get_refused = False  # the server offers no GET stream: not asked again
+        self._get_last: ClientResponse | None = None  # its last stream: resumed from it
         self._get_opened = False  # a GET stream came once (then only a 405 is "none")
         self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
         self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
@@ -1074,6 +1075,7 @@ class HttpTransport:
         if self._get is not None:
             self._close(self._get)
             self._get = None
+        self._get_last = None  # (the new session's stream starts afresh)
         self.inbox.append(Restart())
 
     def _end_session(self) -> None:
@@ -1136,11 +1138,16 @@ class HttpTransport:
         if self._get is not exchange:
             return
         self._get = None
-        reader = exchange.reader
+        reader, last = exchange.reader, self._get_last
         if reader is None:
             self._get_failures += 1
-        elif reader.kind != "sse":
+        elif reader.kind == "sse":
+            if reader.last_event_id or last is None or not last.last_event_id:
+                self._get_last = reader  # (else resumed from the last id seen, as EventSource)
+        else:
             problem = f"status {reader.status}"
+            if exchange.sent.last_event_id and reader.status < 500:
+                self._get_last = None  # the resumption was refused (events gone): afresh
         brought = reader is not None and reader.events_with_data
         self._get_quiet = 0 if brought else self._get_quiet + 1
         if self.http.session_id is None:
@@ -1149,7 +1156,11 @@ class HttpTransport:
             if reachable:
                 self._get_given_up(problem)
             return
-        again = reader.resume() if reader is not None else None
+        # Resumed from the last stream's event id, also after an attempt that got no
+        # stream (a dropped connection, a 5xx), as the Trio client's: the events meanwhile
+        # are not lost.
+        last = self._get_last
+        again = last.resume() if last is not None else None
         try:
             request = again if again is not None else self.http.open_stream()
         except LocalProtocolError:
