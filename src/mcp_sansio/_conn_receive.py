@@ -1162,7 +1162,8 @@ class _Receiving(_Handshake):
             if kind == "input_required":
                 kind = _modern.parse_input_required(result)
                 if isinstance(kind, _modern.InputRequiredResult):
-                    # (a round asking what the client never declared ends as a malformed one)
+                    # (a round asking what the client never declared, or one that finds
+                    # the table of calls awaiting input full, ends as a malformed one)
                     kind = self._refused_input(kind.input_requests) or kind
             if isinstance(kind, ErrorData):
                 events.append(
@@ -1179,9 +1180,7 @@ class _Receiving(_Handshake):
                 entry.rounds += 1
                 entry.request_state = kind.request_state
                 entry.asked = kind.input_requests
-                self._awaiting_input[rid] = entry
-                if len(self._awaiting_input) > self.config.max_pending_requests:
-                    self._awaiting_input.popitem(last=False)
+                self._awaiting_input[rid] = entry  # (_refused_input kept a place for it)
                 events.append(
                     InputRequired(
                         request_id=rid,
@@ -1200,9 +1199,18 @@ class _Receiving(_Handshake):
     def _refused_input(self, input_requests: dict[str, Any]) -> ErrorData | None:
         """The local error that refuses a round of ``input_requests`` before the
         application sees any of it, or ``None``: more questions than
-        ``max_input_requests`` (-32603), or one the client never declared it can answer
+        ``max_input_requests`` (-32603), one the client never declared it can answer
         (-32602, as a legacy client answers an undeclared elicitation mode:
-        :func:`undeclared_input_request`)."""
+        :func:`undeclared_input_request`), or ``max_pending_requests`` calls awaiting
+        input already (-32603).
+
+        That last bound refuses the new round, as every bound of the core refuses the
+        newcomer (a send past ``max_pending_requests``, the peer's request past
+        ``max_inflight_requests``): the call ends with an error while its answer is
+        awaited, as any call may, and the calls already awaiting input keep their
+        rounds. Dropping the oldest instead would end a call whose question may be on
+        the user's screen, after its InputRequired, where no driver waits for an end
+        (the Trio session would find its retry refused once the user had answered)."""
         bound = self.config.max_input_requests
         if len(input_requests) > bound:
             return ErrorData(
@@ -1212,11 +1220,19 @@ class _Receiving(_Handshake):
                 data={"maxInputRequests": bound},
             )
         why = undeclared_input_request(input_requests, self._capabilities)
-        if why is None:
+        if why is not None:
+            return ErrorData(
+                code=ErrorCode.INVALID_PARAMS,
+                message=f"input_required refused: {why}",
+            )
+        bound = self._max_pending
+        if len(self._awaiting_input) < bound:
             return None
         return ErrorData(
-            code=ErrorCode.INVALID_PARAMS,
-            message=f"input_required refused: {why}",
+            code=ErrorCode.INTERNAL_ERROR,
+            message="too many calls awaiting input (ConnectionConfig.max_pending_requests "
+            f"is {bound}): answer or abandon them",
+            data={"maxPendingRequests": bound},
         )
 
     def _on_error_response(self, msg: ErrorResponse, now: float, events: list[Event]) -> None:

@@ -400,24 +400,6 @@ def test_retry_keeps_asking_for_progress() -> None:
     assert retry.progress_token == rid2
 
 
-def test_awaiting_input_table_is_bounded() -> None:
-    pair = ConnectionPair(
-        ConnectionConfig(era="modern", max_pending_requests=2, capabilities=CLIENT_CAPS),
-        ConnectionConfig(capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
-    first = None
-    for _ in range(3):
-        rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
-        first = first or rid
-        req = only(pair.deliver(pair.client), RequestReceived)
-        pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list"}}, now=0.0)
-        pair.deliver(pair.server)
-    assert first is not None
-    with pytest.raises(LocalProtocolError, match="not awaiting"):
-        pair.client.retry_with_input(first, {}, now=0.0)  # the oldest was dropped past the bound
-
-
 def test_server_tears_down_a_subscription_with_cancelled() -> None:
     pair = modern_pair()
     sid = pair.client.send_request(

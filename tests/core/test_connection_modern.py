@@ -26,6 +26,7 @@ from mcp_sansio import (
     RequestCancelled,
     RequestReceived,
     RequestTimedOut,
+    ResponseIgnored,
     ResultReceived,
     SubscriptionNotificationReceived,
 )
@@ -645,6 +646,48 @@ def test_a_call_awaiting_input_is_unanswered_when_the_connection_closes(end: str
     assert closed.unanswered == (sent, asked) and closed.abandoned == ()
     with pytest.raises(LocalProtocolError):
         pair.client.retry_with_input(asked, {}, now=0.0)
+
+
+def test_a_round_past_the_awaiting_input_bound_ends_its_call() -> None:
+    # At most max_pending_requests calls await input. A round past that bound ends its
+    # own call with a local error, as a round that asks too much ends, while the calls
+    # already awaiting input keep their rounds. The oldest used to be dropped with no
+    # event: its driver never learnt that it ended, and its retry was refused.
+    pair = ConnectionPair(
+        ConnectionConfig(era="modern", max_pending_requests=2, capabilities=CLIENT_CAPS),
+        ConnectionConfig(capabilities=SERVER_CAPS),
+    )
+    pair.handshake()
+    ids: list[Any] = []
+    events: list[Any] = []
+    for name in "abc":  # (one at a time: each round frees its place in flight)
+        ids.append(pair.client.send_request("tools/call", {"name": name}, now=0.0))
+        request = only(pair.deliver(pair.client), RequestReceived)
+        pair.server.send_input_required(request.request_id, ELICIT, now=0.0)
+        events += pair.deliver(pair.server)
+    a, b, c = ids
+    assert [type(e) for e in events] == [InputRequired, InputRequired, ErrorReceived]
+    assert [e.request_id for e in events] == ids
+    refused = events[2]
+    assert isinstance(refused, ErrorReceived) and refused.local
+    assert refused.error.code == ErrorCode.INTERNAL_ERROR
+    assert refused.error.data == {"maxPendingRequests": 2}
+    assert "max_pending_requests" in refused.error.message
+    with pytest.raises(LocalProtocolError, match="not awaiting"):
+        pair.client.retry_with_input(c, {}, now=0.0)  # (ended: not resurrected)
+    # A late answer to the refused call is dropped, as for any finished call.
+    late: dict[str, Any] = {"jsonrpc": "2.0", "id": c, "result": {"content": []}}
+    ignored = only(pair.client.receive_message(dumps(late), now=0.0), ResponseIgnored)
+    assert ignored.request_id == c and ignored.reason == "duplicate"
+    # The calls awaiting input kept their rounds; a freed place takes a new round.
+    answered = pair.client.retry_with_input(a, {"confirm": {"action": "decline"}}, now=0.0)
+    d = pair.client.send_request("tools/call", {"name": "d"}, now=0.0)
+    request = [e for e in pair.deliver(pair.client) if isinstance(e, RequestReceived)][-1]
+    pair.server.send_input_required(request.request_id, ELICIT, now=0.0)
+    assert only(pair.deliver(pair.server), InputRequired).request_id == d
+    # The close lists each call that has not ended once, and the refused one not at all.
+    closed = only(pair.client.receive_eof(), ConnectionClosed)
+    assert closed.unanswered == (answered, b, d)
 
 
 def test_expired_request_state_is_refused() -> None:
