@@ -169,7 +169,9 @@ class ConnectionConfig:
         request_timeout: seconds a request of ours may wait without progress.
         max_request_time: seconds a request of ours may take in all.
         probe_timeout: client, ``"auto"``: seconds to wait for ``server/discover``.
-        max_pending_requests: our requests in flight at most (a further send raises).
+        max_pending_requests: our requests in flight at most (a further send raises);
+            client, modern: also our calls awaiting input at most (a further round
+            ends its call with a local -32603, ``data.maxPendingRequests``).
         max_inflight_requests: the peer's requests awaiting our answer at most, those
             it cancelled that we have not answered yet included (-32603 above).
         max_batch_size: the largest batch accepted (2025-03-26).
