@@ -79,8 +79,9 @@ class _Answering(_ConnectionBase):
                 decorated (see :func:`~mcp_sansio._modern.decorate_result`); or, legacy
                 era, the answer to an ``elicitation/create`` does not fit its form, as
                 :meth:`retry_with_input` refuses a modern one (client/elicitation.mdx:
-                "Clients SHOULD validate all responses against the provided schema"). No
-                state changed.
+                "Clients SHOULD validate all responses against the provided schema"),
+                or, to a task-augmented one (2025-11-25 tasks), is not a well-formed
+                ``CreateTaskResult``. No state changed.
             TypeError: ``result`` is not JSON-serializable. No state changed: the
                 request can still be answered (e.g. with an error).
         """
@@ -127,10 +128,16 @@ class _Answering(_ConnectionBase):
                     )
                 result = dict(result)
             if inbound.method == "elicitation/create":
-                # A modern round's answers are held to the same rule (retry_with_input).
-                why = _modern.elicit_result_problem(inbound.params, result)
-                if why is not None:
-                    raise LocalProtocolError(f"cannot send this answer: {why}")
+                params = inbound.params
+                if "task" in result and isinstance(params, Mapping) and "task" in params:
+                    # 2025-11-25 tasks.mdx: "Receivers that accept a task-augmented
+                    # request MUST return a CreateTaskResult" (the form is answered later).
+                    _tasks.check_legacy_create_task_result(result)
+                else:
+                    # A modern round's answers are held to the same rule (retry_with_input).
+                    why = _modern.elicit_result_problem(params, result)
+                    if why is not None:
+                        raise LocalProtocolError(f"cannot send this answer: {why}")
             if self._version in LACKING and inbound.method in RESULTS_FITTED:
                 # In the session's revision's terms (a 2025-11-25 session, with nothing
                 # to fit, pays the one lookup; no walrus: it costs two bytecodes a result).

@@ -62,6 +62,7 @@ __all__ = [
     "UpdateParams",
     "bounded_status_message",
     "check_create_task_result",
+    "check_legacy_create_task_result",
     "declares_tasks",
     "format_timestamp",
     "may_return_task",
@@ -390,6 +391,32 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
     extra = sorted({"result", "error", "inputRequests", "requestState"}.intersection(result))
     if extra:
         raise LocalProtocolError(f"a CreateTaskResult carries no {', '.join(extra)}")
+
+
+def check_legacy_create_task_result(result: Mapping[str, Any]) -> None:
+    """Check a 2025-11-25 ``CreateTaskResult`` (``{"task": Task}``) before it goes on the wire.
+
+    The answer to a task-augmented request of that revision's tasks (a legacy-era feature,
+    which the core lets an application on the bare core serve): tasks.mdx, "Receivers that
+    accept a task-augmented request MUST return a CreateTaskResult".
+
+    Raises:
+        LocalProtocolError: ``task`` is not an object with a string ``taskId``,
+            ``createdAt`` and ``lastUpdatedAt``, a known ``status`` and a ``ttl`` (an
+            integer, or null for unlimited), the schema's required members.
+    """
+    task = result.get("task")
+    if (
+        not isinstance(task, Mapping)
+        or not all(isinstance(task.get(k), str) for k in ("taskId", "createdAt", "lastUpdatedAt"))
+        or task.get("status") not in TRANSITIONS
+        or "ttl" not in task
+        or not (task["ttl"] is None or type(task["ttl"]) is int)
+    ):
+        raise LocalProtocolError(
+            "a CreateTaskResult's task needs a string taskId, createdAt and lastUpdatedAt,"
+            " a known status and a ttl (an integer or null)"
+        )
 
 
 def parse_task_id(params: Any) -> str | ErrorData:

@@ -389,3 +389,83 @@ def test_a_form_that_requires_a_non_string_is_the_servers_mistake_not_a_missing_
     conn.retry_with_input(event.request_id, answers, now=0.0)
     (retry,) = conn.data_to_send()
     assert loads(retry)["params"]["inputResponses"] == answers
+
+
+# -- a task-augmented elicitation/create (2025-11-25 tasks) is answered with its task.
+
+TASK = {
+    "taskId": "t1",
+    "status": "working",
+    "createdAt": "2025-11-25T10:30:00.000Z",
+    "lastUpdatedAt": "2025-11-25T10:30:00.000Z",
+    "ttl": 60000,
+}
+
+
+def task_asked(task_augmented: bool = True) -> tuple[Connection, Any]:
+    """A legacy client's core that declared 2025-11-25 tasks for elicitation (the core
+    lets an application on the bare core serve them), asked ``FORM_ASKED`` with a
+    ``task``: it and the request's id."""
+    caps = {**CAN_ANSWER, "tasks": {"requests": {"elicitation": {"create": {}}}}}
+    pair = ConnectionPair(
+        ConnectionConfig(
+            implementation={"name": "c", "version": "1"}, capabilities=caps, era="legacy"
+        ),
+        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
+    )
+    pair.handshake()
+    params: dict[str, Any] = {"message": "?", "requestedSchema": SCHEMA}
+    if task_augmented:
+        params["task"] = {"ttl": 60000}
+    asked = {"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": params}
+    (event,) = pair.client.receive_message(dumps(asked), now=0.0)
+    assert isinstance(event, RequestReceived) and event.method == "elicitation/create"
+    return pair.client, event.request_id
+
+
+@pytest.mark.parametrize("task", [TASK, {**TASK, "ttl": None, "pollInterval": 500}])
+def test_a_task_augmented_elicitation_is_answered_with_a_create_task_result(
+    task: dict[str, Any],
+) -> None:
+    # tasks.mdx (2025-11-25): "Receivers that accept a task-augmented request MUST return
+    # a CreateTaskResult": not an ElicitResult, so the form is not what it is held to.
+    conn, rid = task_asked()
+    conn.send_result(rid, {"task": task})
+    (sent,) = conn.data_to_send()
+    assert loads(sent) == {"jsonrpc": "2.0", "id": rid, "result": {"task": task}}
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        5,
+        {k: v for k, v in TASK.items() if k != "ttl"},
+        {**TASK, "status": "done"},
+        {**TASK, "taskId": 1},
+        {**TASK, "ttl": "60000"},
+        {k: v for k, v in TASK.items() if k != "createdAt"},
+    ],
+)
+def test_a_malformed_create_task_result_is_refused(task: Any) -> None:
+    conn, rid = task_asked()
+    with pytest.raises(LocalProtocolError, match="CreateTaskResult"):
+        conn.send_result(rid, {"task": task})
+    # Nothing changed: nothing sent, and the request can still be answered.
+    assert conn.data_to_send() == []
+    conn.send_result(rid, {"task": TASK})
+    assert len(conn.data_to_send()) == 1
+
+
+def test_a_task_augmented_elicitation_may_still_be_answered_in_place() -> None:
+    # (An ElicitResult stays held to the form, task or not.)
+    conn, rid = task_asked()
+    with pytest.raises(LocalProtocolError, match="required field 'name' is missing"):
+        conn.send_result(rid, {"action": "accept"})
+    conn.send_result(rid, {"action": "accept", "content": {"name": "Ann"}})
+    assert len(conn.data_to_send()) == 1
+
+
+def test_a_task_is_no_answer_to_a_request_that_asked_for_none() -> None:
+    conn, rid = task_asked(task_augmented=False)
+    with pytest.raises(LocalProtocolError, match="action is 'accept', 'decline' or 'cancel'"):
+        conn.send_result(rid, {"task": TASK})
