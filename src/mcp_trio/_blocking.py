@@ -1350,7 +1350,7 @@ class BlockingClient(HandshakeFacts):
             return checked_answer(method, options.on_sampling(asked), asked)
         if method == "elicitation/create" and options.on_elicitation is not None:
             form = elicitation_params(params)
-            return checked_answer(method, options.on_elicitation(form), form)
+            return checked_answer(method, options.on_elicitation(form), form, params)
         if method == "roots/list" and options.roots is not None:
             roots = options.roots
             return answer_roots(roots() if callable(roots) else roots)

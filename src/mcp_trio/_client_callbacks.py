@@ -187,7 +187,7 @@ class Callbacks:
             return checked_answer(method, await self.on_sampling(asked), asked)
         if method == "elicitation/create" and self.on_elicitation is not None:
             form = elicitation_params(params)
-            return checked_answer(method, await self.on_elicitation(form), form)
+            return checked_answer(method, await self.on_elicitation(form), form, params)
         if method == "roots/list" and self.roots is not None:
             return answer_roots(await self._current_roots())
         raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")

@@ -950,6 +950,7 @@ def checked_answer(
     | t.ElicitRequestFormParams
     | t.ElicitRequestURLParams
     | None = None,
+    asked: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A sampling or elicitation callback's answer, checked, as wire data.
 
@@ -965,6 +966,10 @@ def checked_answer(
         method: ``sampling/createMessage`` or ``elicitation/create``.
         value: what the callback returned.
         params: the request's typed params (the form of an elicitation).
+        asked: the request's params as they came, which the core judges the answer
+            against as it is sent: judged here too, so that both agree (the typed form
+            may have dropped what the spec's restricted schemas do not name, such as
+            ``anyOf`` on a string field). Without them, the typed form's.
 
     Raises:
         TypeError: ``value`` is neither a ``mcp_sansio.types`` value nor a mapping.
@@ -1011,7 +1016,7 @@ def checked_answer(
     if form is not None and data["action"] == "accept":
         # The core's rule, which it holds the answer to as it is sent (retry_with_input,
         # send_result): asked here first to blame the callback, not the connection.
-        why = elicit_result_problem(unstructure(form), data)
+        why = elicit_result_problem(unstructure(form) if asked is None else asked, data)
         if why is not None:
             raise CallbackAnswerError(
                 "on_elicitation accepted with content that does not fit the requested "
