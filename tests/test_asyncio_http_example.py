@@ -77,10 +77,14 @@ async def test_the_asyncio_http_example_runs_against_the_trio_server(
     await handle.aclose()
 
 
-async def _cutting_proxy(nursery: trio.Nursery, upstream: int, cut: Callable[[bytes], bool]) -> int:
+async def _cutting_proxy(
+    nursery: trio.Nursery, upstream: int, cut: Callable[[bytes], bool], reply: bytes = b""
+) -> int:
     """A TCP proxy to ``127.0.0.1:upstream`` (one HTTP request per connection, as the
     example makes them) that reads each request whole and, when ``cut`` says so of its
-    body, closes the connection unanswered (the server never has it). Its port."""
+    body, closes the connection unanswered (the server never has it); or, given a
+    ``reply``, writes that and holds the connection open until the client closes it.
+    Its port."""
 
     async def relay(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -104,7 +108,12 @@ async def _cutting_proxy(nursery: trio.Nursery, upstream: int, cut: Callable[[by
                 data += chunk
                 body += chunk
             if cut(body):
-                return  # (closed unanswered)
+                if reply:
+                    await client.send_all(reply)
+                    with contextlib.suppress(trio.BrokenResourceError):
+                        while await client.receive_some(65536):
+                            pass
+                return  # (closed unanswered, or once the client closed)
             server = await trio.open_tcp_stream("127.0.0.1", upstream)
             async with server, trio.open_nursery() as inner:
                 await server.send_all(data)
@@ -152,5 +161,48 @@ async def test_the_asyncio_http_example_reissues_a_request_whose_connection_ende
     assert lines[:2] == [
         "connected: modern era, protocol 2026-07-28, server notes",
         "tools: add_note, delete_note, search_notes, summarize_notes",
+    ]
+    await handle.aclose()
+
+
+async def test_the_asyncio_http_example_does_not_reissue_after_a_head_that_broke_http(
+    nursery: trio.Nursery,
+) -> None:
+    """Modern: the answer to ``tools/list`` is a head that breaks HTTP (the connection
+    stays open): that is the server's answer, broken, not a connection that ended, so
+    the request fails ("the connection closed before the response") and is not sent
+    again (http.py's module docs: re-issued only when the connection ended, "not a head
+    that broke HTTP, which is the server's answer")."""
+    store = NoteStore()
+    server = create_server(store)
+    handle = await nursery.start(server.serve_http, "127.0.0.1", 0)
+    lists: list[bytes] = []
+
+    def break_the_list(body: bytes) -> bool:
+        if b'"tools/list"' in body:
+            lists.append(body)
+            return True
+        return False
+
+    upstream = urlsplit(handle.url)
+    port = await _cutting_proxy(
+        nursery, upstream.port or 80, break_the_list, reply=b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n"
+    )
+    url = f"http://127.0.0.1:{port}{upstream.path}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with trio.fail_after(IO_TIMEOUT):
+        done = await trio.run_process(
+            [sys.executable, str(EXAMPLE), url, "modern"],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=env,
+            check=False,
+        )
+    assert len(lists) == 1  # not re-issued
+    assert done.returncode != 0
+    assert "tools/list" in done.stderr.decode()
+    assert "the connection closed before the response" in done.stderr.decode()
+    assert done.stdout.decode().splitlines() == [
+        "connected: modern era, protocol 2026-07-28, server notes"
     ]
     await handle.aclose()
