@@ -469,3 +469,36 @@ def test_a_task_is_no_answer_to_a_request_that_asked_for_none() -> None:
     conn, rid = task_asked(task_augmented=False)
     with pytest.raises(LocalProtocolError, match="action is 'accept', 'decline' or 'cancel'"):
         conn.send_result(rid, {"task": TASK})
+
+
+# -- the form is checked in form mode only: a URL-mode request has no form to fill.
+
+URL_WITH_A_FORM = {
+    "method": "elicitation/create",
+    "params": {**URL, "requestedSchema": SCHEMA},  # (stray: SCHEMA requires 'name')
+}
+
+
+def test_a_url_elicitation_is_accepted_without_content_modern() -> None:
+    conn, event = awaiting({"url": URL_WITH_A_FORM})
+    conn.retry_with_input(event.request_id, {"url": {"action": "accept"}}, now=0.0)
+    (retry,) = conn.data_to_send()
+    assert loads(retry)["params"]["inputResponses"] == {"url": {"action": "accept"}}
+
+
+def test_a_url_elicitation_is_accepted_without_content_legacy() -> None:
+    pair = ConnectionPair(
+        ConnectionConfig(
+            implementation={"name": "c", "version": "1"}, capabilities=CAN_ANSWER, era="legacy"
+        ),
+        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
+    )
+    pair.handshake()
+    conn = pair.client
+    (event,) = conn.receive_message(
+        dumps({"jsonrpc": "2.0", "id": "u1", **URL_WITH_A_FORM}), now=0.0
+    )
+    assert isinstance(event, RequestReceived) and event.method == "elicitation/create"
+    conn.send_result(event.request_id, {"action": "accept"})
+    (sent,) = conn.data_to_send()
+    assert loads(sent)["result"] == {"action": "accept"}
