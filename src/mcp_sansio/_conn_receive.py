@@ -377,9 +377,9 @@ class _Receiving(_Handshake):
                 return [answer]
             if type(method) is not str:
                 break
-            if "id" not in obj:  # a notification (no exception: they are many)
-                break
-            rid = obj["id"]
+            # No "id" (a notification: get, no exception, as they are many) or a null
+            # one reads as None, and leaves with any other id that is not an int or str.
+            rid = obj.get("id")
             if type(rid) is not int and type(rid) is not str:
                 break
             inflight = self._inflight
