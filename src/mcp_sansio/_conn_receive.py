@@ -394,11 +394,17 @@ class _Receiving(_Handshake):
                 meta = None
             elif type(params) is dict:
                 meta = params.get("_meta")
-                if meta is not None and type(meta) is not dict:
-                    break
             else:
                 break
-            if meta is not None and _PROTOCOL_VERSION_KEY in meta and self._modern_server:
+            if meta is None:  # the legacy branch below, without a _meta (the common case)
+                if method not in self._accept_ok:
+                    break
+                version = self._version  # (set: _accept_ok is a settled era's; no assert)
+                token = caps = None
+                era = _LEGACY
+            elif type(meta) is not dict:
+                break
+            elif _PROTOCOL_VERSION_KEY in meta and self._modern_server:
                 # A modern request: the envelope rungs of validate_envelope, and no
                 # MRTR retry (which needs the requestState codec). (params is the dict
                 # meta came from: no assert, a test per message.)
@@ -434,11 +440,10 @@ class _Receiving(_Handshake):
                 if method not in self._accept_ok:
                     break
                 version = self._version  # (set: _accept_ok is a settled era's; no assert)
-                token = caps = None
-                if meta is not None:
-                    token = meta.get("progressToken")
-                    if type(token) is not int and type(token) is not str:
-                        token = None
+                caps = None
+                token = meta.get("progressToken")
+                if type(token) is not int and type(token) is not str:
+                    token = None
                 era = _LEGACY
             # RequestReceived(...), built as _events explains.
             event = _REQUEST_RECEIVED_BLANK()
