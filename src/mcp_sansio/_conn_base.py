@@ -227,6 +227,8 @@ class _ConnectionBase:
         if not self._legacy_versions and not self._modern_versions:
             raise ValueError("no supported version is left for the chosen era")
         # Per-connection constants of the hot path, read once (the config is frozen).
+        # (_max_message_size is -1 once closed: _end_input, so that receive_message's
+        # size test also turns away a closed connection's input.)
         self._max_message_size = self.config.max_message_size
         self._max_pending = self.config.max_pending_requests
         # (Lowered by one for each entry of _cancelled_in: the room left for _inflight.)

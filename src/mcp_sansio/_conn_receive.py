@@ -299,12 +299,13 @@ class _Receiving(_Handshake):
         same). The caller must not change it afterwards (events hold its parts).
         An element of a batch split by the caller is :meth:`receive_decoded`'s.
         """
-        if len(data) > self._max_message_size:
+        if len(data) > self._max_message_size:  # (-1 once closed: see _end_input)
+            if self._closed:
+                return []
             too_large: list[Event] = []
-            self._receive_too_large(*_ends(data), self._max_message_size, now, too_large)
+            limit = self.config.max_message_size
+            self._receive_too_large(*_ends(data), limit, now, too_large)
             return too_large
-        if self._closed:
-            return []
         if decoded is None:
             try:
                 obj = loads(data)
@@ -583,6 +584,9 @@ class _Receiving(_Handshake):
             return [ConnectionClosed(unanswered=(), abandoned=abandoned)]
         self._closed = True
         self._send_ok.clear()  # (the fast path of send_request asks only this)
+        # Every message is "too large" now, so that receive_message asks _closed only
+        # past its size test: a test less per message (a closed connection drops them).
+        self._max_message_size = -1
         state = transition(self._lifecycle, HandshakeInput.CLOSE)
         assert state is not None
         self._lifecycle = state
