@@ -148,13 +148,17 @@ class _Answering(_ConnectionBase):
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]
-        if self._inbound_progress or self._inbound_log_level or self._subscriptions:
-            self._forget_inbound(request_id)
-        if self._batches:
-            self._reply(request_id, reply, payload)
-        else:  # as _reply, which the closed check there cannot stop: closing empties _inflight
-            self._out.append(payload)
-            self._out_ids.append(request_id)
+        if self._side_records:  # (else the four tables below are empty: one test, not four)
+            if self._inbound_progress or self._inbound_log_level or self._subscriptions:
+                self._forget_inbound(request_id)
+            if self._batches:
+                self._reply(request_id, reply, payload)
+                return
+            if not (self._inbound_progress or self._inbound_log_level or self._subscriptions):
+                self._side_records = False  # (all four are empty again)
+        # As _reply, which the closed check there cannot stop: closing empties _inflight.
+        self._out.append(payload)
+        self._out_ids.append(request_id)
 
     @staticmethod
     def _check_result_type(kind: str, inbound: RequestReceived, result: dict[str, Any]) -> None:
@@ -341,6 +345,7 @@ class _Answering(_ConnectionBase):
         if last is not None and progress <= last:
             raise LocalProtocolError(f"progress must increase ({progress} after {last})")
         self._inbound_progress[request_id] = progress
+        self._side_records = True
         params: dict[str, Any] = {"progressToken": inbound.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total

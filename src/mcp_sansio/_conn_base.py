@@ -107,6 +107,7 @@ class _ConnectionBase:
         "_restarting",
         "_send_ok",
         "_server_meta",
+        "_side_records",
         "_splitter",
         "_state_codec",
         "_subscriptions",
@@ -187,6 +188,11 @@ class _ConnectionBase:
         self._batches: dict[RequestId, _Batch] = {}
         self._awaiting_input: OrderedDict[RequestId, _Outbound] = OrderedDict()
         self._subscriptions: dict[RequestId, _modern.SubscriptionFilter] = {}
+        # Whether _inbound_progress, _inbound_log_level, _subscriptions or _batches may
+        # hold an entry: set wherever one gains one, so that send_result, while all are
+        # empty (the common case), asks one attribute instead of four. False only when
+        # all four are empty (send_result clears it when it sees that).
+        self._side_records = False
         self._listening: set[RequestId] = set()
         self._probe_id: RequestId | None = None
         self._probe_too_large = False  # the probe's answer was over the limit
@@ -525,7 +531,9 @@ class _ConnectionBase:
         self._inflight[msg.id] = event
         if envelope is not None and envelope.log_level is not None:
             self._inbound_log_level[msg.id] = envelope.log_level
+            self._side_records = True
         if batch is not None:
             batch.waiting.add(msg.id)
             self._batches[msg.id] = batch
+            self._side_records = True
         events.append(event)

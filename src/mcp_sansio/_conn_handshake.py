@@ -282,6 +282,7 @@ class _Handshake(_ConnectionBase):
             )
             flt = flt.honored_by(self._capabilities)
             self._subscriptions[rid] = flt
+            self._side_records = True  # (see _conn_base)
             self._emit(_modern.build_acknowledged_notification(rid, flt), rid)
             return
         # Every rung above depends only on the method and the envelope, which the fast

@@ -436,6 +436,7 @@ class _Receiving(_Handshake):
                         break
                     if level is not None:  # (checked: no break below)
                         self._inbound_log_level[rid] = level
+                        self._side_records = True
                 era = _MODERN
             else:
                 if method not in self._accept_ok:
