@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "END_OF_MESSAGE",
+    "FIELD_MAX",
     "USER_AGENT",
     "VALIDATED_MAX",
     "Unframeable",
@@ -59,9 +60,12 @@ h11 events are immutable, one does for all."""
 #
 # Two exceptions. h11 checks Content-Length and Transfer-Encoding across fields (two
 # lengths merge or conflict; two codings are refused), so a message naming either takes
-# h11's public path, whole. And a credential (``Authorization``, ``DPoP``, a cookie) is
-# checked each time and never kept: the table is the module's, and outlives the client
-# or session that sent it.
+# h11's public path, whole. And the table is the module's: it outlives the client or
+# session that sent a field, so it keeps only fields the library writes itself whose
+# values are no one's secret (``_KEPT_NAMES``: not a credential, a session id, a tool's
+# argument in ``Mcp-Param-*``, nor any header a user adds, such as an ``X-API-Key``),
+# and only short ones (``FIELD_MAX``), so that it holds at most
+# ``VALIDATED_MAX * FIELD_MAX`` bytes. Every other field is checked each time it is sent.
 #
 # ``Headers``, ``normalize_and_validate`` and ``Headers._full_items`` are h11's private
 # API (pyproject asks for h11>=0.16, with no upper bound). :func:`_h11_private` probes
@@ -122,16 +126,44 @@ _H11: Final = _h11_private()
 
 VALIDATED_MAX: Final = 256
 """How many distinct fields :func:`head_fields` keeps validated (then it forgets them
-all, to validate again those still sent): a session's requests have about ten, and one
-more per ``Mcp-Name`` or ``Mcp-Param-*`` value; a server's answers a few, and one per
-CORS origin it echoes and per session id."""
+all, to validate again those still sent): a session's requests have under ten kept, and
+one more per ``Mcp-Name`` value; a server's answers a few, and one per CORS origin it
+echoes."""
+FIELD_MAX: Final = 256
+"""The longest field (name and value, in bytes) kept: with :data:`VALIDATED_MAX`, the
+table holds at most 64 KiB of fields. A longer one (a long ``Mcp-Name`` URI) is checked
+each time, a cost small next to sending it."""
 _VALIDATED: Final[dict[_Field, _Item]] = {}
 _CROSS_FIELD: Final = frozenset((b"content-length", b"transfer-encoding"))
 """Fields h11 checks across the message: one that names them takes the public path."""
-_CREDENTIALS: Final = frozenset(
-    (b"authorization", b"proxy-authorization", b"dpop", b"cookie", b"set-cookie")
+_KEPT_NAMES: Final = frozenset(
+    (
+        # A client's requests (mcp_sansio.http.HttpRequest, client_headers).
+        b"host",
+        b"accept",
+        b"content-type",
+        b"user-agent",
+        b"mcp-protocol-version",
+        b"mcp-method",
+        b"mcp-name",
+        b"last-event-id",
+        # A server's answers (mcp_sansio's HttpServer, the CORS fields).
+        b"cache-control",
+        b"connection",
+        b"vary",
+        b"allow",
+        b"x-accel-buffering",
+        b"access-control-allow-origin",
+        b"access-control-allow-methods",
+        b"access-control-allow-headers",
+        b"access-control-expose-headers",
+        b"access-control-max-age",
+    )
 )
-"""Fields whose values are never kept (checked each time they are sent)."""
+"""The fields (lower-case names) whose short values are kept: those the library writes
+itself and that carry no secret. Not ``Authorization``, ``DPoP``, cookies, a session id
+(whoever holds it speaks in the session), an ``Mcp-Param-*`` (a tool's argument), nor
+any the user adds (``headers=``): those are checked each time they are sent."""
 
 
 def head_fields(fields: tuple[_Field, ...], length: bytes | None) -> Headers | list[_Field]:
@@ -164,7 +196,7 @@ def _validate(
     private: _Private, fields: tuple[_Field, ...], found: list[_Item | None]
 ) -> list[_Item] | None:
     """``fields`` as h11 validates them (``found``: those kept, else ``None``), each
-    kept once validated (credentials aside), or ``None`` when one names a
+    kept once validated if it may be (``_KEPT_NAMES``, ``FIELD_MAX``), or ``None`` when one names a
     ``Content-Length`` or ``Transfer-Encoding``.
 
     Raises:
@@ -180,7 +212,7 @@ def _validate(
         name = item[1]
         if name in _CROSS_FIELD:
             return None
-        if name not in _CREDENTIALS:
+        if name in _KEPT_NAMES and len(name) + len(item[2]) <= FIELD_MAX:
             if len(table) >= VALIDATED_MAX:
                 table.clear()
             table[field] = item

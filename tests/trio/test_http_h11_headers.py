@@ -189,7 +189,8 @@ def outcome(fields: Fields, length: bytes | None) -> tuple[str, Any]:
 def kept(fields: Fields) -> set[Field]:
     """Which of ``fields`` the table should hold once they were given: those before the
     first that h11's validator refuses or that names a Content-Length or
-    Transfer-Encoding, credentials aside."""
+    Transfer-Encoding, and of those only the library's own (``host``, ``connection``
+    here), not a user's or a credential."""
     kept = set()
     for name, value in fields:
         try:
@@ -199,7 +200,7 @@ def kept(fields: Fields) -> set[Field]:
         lower = name.lower()
         if lower in (b"content-length", b"transfer-encoding"):
             break
-        if lower not in (b"authorization", b"dpop"):
+        if lower in (b"host", b"connection"):
             kept.add((name, value))
     return kept
 
@@ -250,6 +251,23 @@ def test_fields_with_a_content_length_of_their_own_are_not_kept() -> None:
         assert list(table) == [(b"host", b"a")]
 
 
+def test_transfer_encoding_fields_are_not_kept_and_two_are_refused_every_time() -> None:
+    """Like Content-Length, h11 checks Transfer-Encoding across fields (two are refused):
+    such fields take the public path every time, and are not kept."""
+    coding = (b"transfer-encoding", b"chunked")
+    with empty_table() as table:
+        for _ in range(2):
+            fields = _http_h11.head_fields(((b"host", b"a"), coding), None)
+            head = h11.Request(method="POST", target="/", headers=fields)
+            assert list(head.headers) == [(b"host", b"a"), coding]
+        assert list(table) == [(b"host", b"a")]
+        for _ in range(2):
+            fields = _http_h11.head_fields(((b"host", b"a"), coding, coding), None)
+            with pytest.raises(h11.LocalProtocolError, match="multiple Transfer-Encoding"):
+                h11.Request(method="POST", target="/", headers=fields)
+        assert list(table) == [(b"host", b"a")]
+
+
 def test_the_table_is_bounded() -> None:
     """Past the bound the table forgets every field, then keeps those sent again."""
     forgotten = 0
@@ -289,6 +307,74 @@ def test_a_credential_is_checked_every_time_and_never_kept(name: str) -> None:
             assert list(table) == [(b"host", b"a")]
         with pytest.raises(h11.LocalProtocolError, match="Illegal header value"):
             _http_h11.head_fields(((name.encode(), b"Bearer s3cret\r\nx: 1"),), None)
+
+
+@pytest.mark.parametrize(
+    "name", ["X-API-Key", "x-custom", "mcp-session-id", "mcp-param-region", "Mcp-Param-Key"]
+)
+def test_a_field_the_library_does_not_write_or_that_may_be_secret_is_never_kept(
+    name: str,
+) -> None:
+    """A user's header (``headers={"X-API-Key": ...}``), a session id (whoever holds it
+    speaks in the session) and a tool's argument (``Mcp-Param-*``) are checked each time,
+    not left in the module's table when the client is gone."""
+    field = (name.encode(), b"sk-live-s3cret")
+    with empty_table() as table:
+        for _ in range(2):
+            headers = _http_h11.head_fields(((b"host", b"a"), field), b"0")
+            assert list(headers) == [
+                (b"host", b"a"),
+                (name.lower().encode(), b"sk-live-s3cret"),
+                (b"content-length", b"0"),
+            ]
+            assert list(table) == [(b"host", b"a")]
+        with pytest.raises(h11.LocalProtocolError, match="Illegal header value"):
+            _http_h11.head_fields(((name.encode(), b"s3cret\r\nx: 1"),), None)
+
+
+def test_only_short_fields_are_kept_so_the_table_is_bounded_in_bytes() -> None:
+    """A field longer than ``FIELD_MAX`` (name and value) is checked each time, so the
+    table holds at most ``VALIDATED_MAX * FIELD_MAX`` bytes: 300 distinct 60 KB
+    ``Mcp-Name`` values leave none of them in it."""
+    room = _http_h11.FIELD_MAX - len(b"mcp-name")
+    longest = (b"mcp-name", b"u" * room)
+    too_long = (b"mcp-name", b"v" * (room + 1))
+    with empty_table() as table:
+        for _ in range(2):
+            headers = _http_h11.head_fields((longest, too_long), None)
+            assert list(headers) == [longest, too_long]
+        assert list(table) == [longest]
+        for i in range(300):
+            field = (b"mcp-name", b"%d" % i + b"w" * 60_000)
+            assert list(_http_h11.head_fields((field,), None)) == [field]
+        assert list(table) == [longest]
+        most = 0
+        for i in range(_http_h11.VALIDATED_MAX * 2):
+            _http_h11.head_fields(((b"mcp-name", (b"%d" % i).rjust(room, b"x")),), None)
+            size = sum(len(name) + len(value) for name, value in table)
+            assert size <= _http_h11.VALIDATED_MAX * _http_h11.FIELD_MAX
+            most = max(most, size)
+        assert most == _http_h11.VALIDATED_MAX * _http_h11.FIELD_MAX  # (filled, not past)
+
+
+async def test_a_closed_clients_extra_header_is_not_left_in_the_table(
+    nursery: trio.Nursery,
+) -> None:
+    """End to end: after a client that sent ``X-API-Key`` and a session id is closed,
+    neither is in the module's table (its ``Accept``, say, is)."""
+    server = await start_server(nursery, http={"response_mode": "json"})
+    with empty_table() as table:
+        with trio.fail_after(IO_TIMEOUT):
+            async with open_http_client(
+                server.url,
+                headers={"X-API-Key": "sk-live-s3cret"},
+                connection_config=client_connection_config("legacy"),
+            ) as client:
+                assert text_of(await client.request("tools/call", call("echo", text="a"))) == "a"
+        names = {name.lower() for name, _ in table}
+        assert b"accept" in names
+        assert not names & {b"x-api-key", b"mcp-session-id"}
+        assert not [value for _, value in table if b"s3cret" in value]
 
 
 # ------------------------------------------------------------------ both ends, both paths
