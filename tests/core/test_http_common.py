@@ -123,6 +123,8 @@ def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
         ("http://localhost", "/", "localhost", "http"),  # (an empty path is "/")
         ("http://localhost?x=1", "/", "localhost", "http"),
         ("https://localhost?x=1", "/", "localhost", "https"),
+        ("HTTPS://Localhost", "/", "Localhost", "https"),  # (lower case with no path too)
+        ("HTTP://localhost?x=1", "/", "localhost", "http"),
         # Not a target this form names: userinfo, no host, another scheme, a fragment.
         ("http://user@localhost/mcp", "http://user@localhost/mcp", "header.example", None),
         ("https://user@localhost/mcp", "https://user@localhost/mcp", "header.example", None),

@@ -334,6 +334,7 @@ async def test_sampling_messages_with_such_a_key_are_refused_before_sending() ->
         for messages in (
             [{"role": "user", "content": {"type": "text", "text": "x"}, "_meta": {RESERVED: 1}}],
             [{"role": "user", "content": block({RESERVED: 1})}],
+            [{"role": "user", "content": [{"type": "text", "text": "x"}, block({RESERVED: 1})]}],
         ):
             try:
                 await ctx.sample(messages, max_tokens=1)
@@ -352,6 +353,7 @@ async def test_sampling_messages_with_such_a_key_are_refused_before_sending() ->
     assert [why.split(":")[0] for why in seen] == [
         "sampling messages[0]",
         "sampling messages[0].content",
+        "sampling messages[0].content[1]",  # (a list of blocks, each walked)
     ]
     assert all(WHY in why for why in seen)
     assert asked == []

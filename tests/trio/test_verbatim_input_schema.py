@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcp_trio import Server
+from mcp_trio import Context, Server
 
 from .helpers import connected
 
@@ -85,6 +85,50 @@ async def test_a_parameter_the_schema_leaves_optional_is_asked_for(era: str) -> 
     assert missing.is_error
     assert missing.text == "Invalid arguments for tool 'pair': missing ['b']"
     assert given.text == "1 x 0"
+
+
+async def test_an_argument_the_schema_allows_but_the_function_does_not_take_is_refused(
+    era: str,
+) -> None:
+    # A loose schema (no additionalProperties: false) lets 'z' through; the function has
+    # no 'z' (nor **kwargs): invalid arguments, not the function's TypeError.
+    server = Server("loose")
+    ran: list[int] = []
+
+    @server.tool(input_schema={"type": "object", "properties": {"a": {"type": "integer"}}})
+    def one(a: int) -> str:
+        ran.append(a)
+        return str(a)
+
+    async with connected(server, era) as client:
+        unknown = await client.call_tool("one", {"a": 1, "z": 2})
+    assert unknown.is_error
+    assert unknown.text == "Invalid arguments for tool 'one': unknown ['z']"
+    assert ran == []
+
+
+async def test_a_tool_taking_the_context_is_called_with_the_schemas_arguments(era: str) -> None:
+    # The Context parameter is the server's to pass: neither a missing argument nor an
+    # unknown one the client could give.
+    server = Server("ctx")
+    closed = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+
+    @server.tool(input_schema=closed)
+    async def echo(a: int, ctx: Context) -> str:
+        return f"{a} {type(ctx).__name__}"
+
+    async with connected(server, era) as client:
+        called = await client.call_tool("echo", {"a": 1})
+        smuggled = await client.call_tool("echo", {"a": 1, "ctx": 2})
+    assert not called.is_error
+    assert called.text == "1 Context"
+    assert (
+        smuggled.text == "Invalid arguments for tool 'echo': arguments: unexpected property 'ctx'"
+    )
 
 
 async def test_an_x_mcp_header_schema_is_validated_too(era: str) -> None:
