@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from contextvars import ContextVar
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -76,6 +77,13 @@ _EXPIRED: Final = "The access token expired"
 _HOST: Final = re.compile(r"[A-Za-z0-9._~\-]+(:[0-9]*)?|\[[0-9A-Fa-f:.]+\](:[0-9]*)?")
 """``host[:port]`` (RFC 9110 §7.2, without percent-escapes): what a DPoP ``htu`` is
 built from when ``dpop_origin`` is not set."""
+
+CONNECTION_SCHEME: ContextVar[str] = ContextVar("mcp_trio_connection_scheme", default="http")
+"""The scheme of the connection the current task serves, for an origin-form request's
+target URI (RFC 9110 section 7.1: it has no scheme of its own): ``"https"`` when
+``serve_http`` serves TLS itself (``ssl_context``; its connection task sets it), else
+``"http"``. What :class:`BearerAuth` builds a DPoP ``htu`` from without
+``dpop_origin``."""
 
 
 async def run_authenticate(
@@ -284,9 +292,10 @@ class BearerAuth:
     dpop_origin: str | None = None
     """``scheme://host[:port]`` clients reach the server at (behind a TLS proxy:
     ``https://…``): the proof's ``htu`` must be it plus the request path (for a
-    WebSocket handshake its ``ws(s)`` twin too). ``None``: ``http://`` and the
-    request's ``Host`` (for an absolute-form target, its scheme and authority: RFC 9112
-    section 3.2.2 has the server ignore ``Host`` then). It may end in a path prefix a
+    WebSocket handshake its ``ws(s)`` twin too). ``None``: ``http://`` (``https://``
+    when ``serve_http`` serves TLS itself, ``ssl_context=``) and the request's ``Host``
+    (for an absolute-form target, its scheme and authority: RFC 9112 section 3.2.2 has
+    the server ignore ``Host`` then). It may end in a path prefix a
     reverse proxy strips before the request reaches us (``https://h.example/base``:
     the proof names ``/base/mcp`` for our ``/mcp``); with DPoP on, one that does not
     parse, or has userinfo, a query, a fragment or a trailing ``/``, is a
@@ -399,10 +408,10 @@ class BearerAuth:
         else:
             # The target URI (RFC 9110 section 7.1): an absolute-form target's scheme
             # and authority, not the Host header (RFC 9112 section 3.2.2: "MUST
-            # ignore" it; the authority is what the 421 check vets), else http:// and
-            # the Host header.
+            # ignore" it; the authority is what the 421 check vets), else
+            # the connection's scheme (https when we serve TLS) and the Host header.
             host = request.host or "localhost"
-            scheme = request.scheme or "http"
+            scheme = request.scheme or CONNECTION_SCHEME.get()
             # (A Host with "/", "?", "#" or "@" would move the request's path into a
             # query, a fragment or userinfo that the htu comparison ignores: a proof
             # signed for another path would pass. Only host[:port] characters here.)

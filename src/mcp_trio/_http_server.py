@@ -75,8 +75,8 @@ from mcp_sansio.http import (
 
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
-from ._http_auth import UNAVAILABLE as _UNAVAILABLE
 from ._http_auth import (
+    CONNECTION_SCHEME,
     Authenticate,
     BearerAuth,
     declared_scopes,
@@ -84,6 +84,7 @@ from ._http_auth import (
     note_advertised_scopes,
     run_authenticate,
 )
+from ._http_auth import UNAVAILABLE as _UNAVAILABLE
 from ._http_config import HttpTransportConfig
 from ._http_context import PEER_ADDRESS, REQUEST_HEAD
 from ._http_endpoint import Endpoint, ResponseSlot
@@ -283,6 +284,7 @@ class _Server:
             PEER_ADDRESS.set(str(tcp.socket.getpeername()[0]))  # (this task's context)
         if self.ssl_context is not None:
             stream = trio.SSLStream(tcp, self.ssl_context, server_side=True)
+            CONNECTION_SCHEME.set("https")  # (this task's context: BearerAuth's DPoP htu)
         conn = _Connection(self, stream)
         self.connections.add(conn)
         try:

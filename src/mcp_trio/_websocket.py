@@ -88,6 +88,7 @@ from ._config import SessionConfig
 from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
 from ._http_auth import (
+    CONNECTION_SCHEME,
     Authenticate,
     BearerAuth,
     declared_scopes,
@@ -709,6 +710,7 @@ async def serve_websocket(
                 stream: trio.abc.Stream = tcp
                 if ssl_context is not None:
                     stream = trio.SSLStream(tcp, ssl_context, server_side=True)
+                    CONNECTION_SCHEME.set("https")  # (this task's: BearerAuth's DPoP htu)
                 try:
                     await _serve_connection(
                         stream,
