@@ -62,8 +62,8 @@ h11 events are immutable, one does for all."""
 # lengths merge or conflict; two codings are refused), so a message naming either takes
 # h11's public path, whole. And the table is the module's: it outlives the client or
 # session that sent a field, so it keeps only fields the library writes itself whose
-# values are no one's secret (``_KEPT_NAMES``: not a credential, a session id, a tool's
-# argument in ``Mcp-Param-*``, nor any header a user adds, such as an ``X-API-Key``),
+# values are no one's secret (``_KEPT_NAMES``: not a credential, a tool's argument in
+# ``Mcp-Param-*``, nor any header a user adds, such as an ``X-API-Key``),
 # and only short ones (``FIELD_MAX``), so that it holds at most
 # ``VALIDATED_MAX * FIELD_MAX`` bytes. Every other field is checked each time it is sent.
 #
@@ -147,6 +147,10 @@ _KEPT_NAMES: Final = frozenset(
         b"mcp-method",
         b"mcp-name",
         b"last-event-id",
+        # A legacy session's id: on every request of both ends, so checking it each time
+        # costs ~260 bytecodes a head; not a credential (a server MUST NOT take it for
+        # authentication: basic/security_best_practices), and each end holds it anyway.
+        b"mcp-session-id",
         # A server's answers (mcp_sansio's HttpServer, the CORS fields).
         b"cache-control",
         b"connection",
@@ -161,9 +165,9 @@ _KEPT_NAMES: Final = frozenset(
     )
 )
 """The fields (lower-case names) whose short values are kept: those the library writes
-itself and that carry no secret. Not ``Authorization``, ``DPoP``, cookies, a session id
-(whoever holds it speaks in the session), an ``Mcp-Param-*`` (a tool's argument), nor
-any the user adds (``headers=``): those are checked each time they are sent."""
+itself and that carry no secret. Not ``Authorization``, ``DPoP``, cookies, an
+``Mcp-Param-*`` (a tool's argument), nor any the user adds (``headers=``): those are
+checked each time they are sent."""
 
 
 def head_fields(fields: tuple[_Field, ...], length: bytes | None) -> Headers | list[_Field]:
