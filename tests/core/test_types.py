@@ -572,7 +572,9 @@ def test_json_members_are_unstructured_as_deep_copies_and_typed_values_in_them_u
         "_meta": {"k": {"type": "text", "text": "hi"}},
     }
     copied = out["inputSchema"]
-    assert type(copied) is dict and type(copied["code"]) is Code  # (the enum passes as is)
+    # An enum in a JSON member goes out as its value's JSON (orjson writes an IntEnum as
+    # its integer); cattrs keeps it as is or turns it into the int, by version.
+    assert type(copied) is dict and copied["code"] == 3 and isinstance(copied["code"], int)
     assert copied["properties"] is not schema["properties"]
     assert copied["properties"]["a"] is not schema["properties"]["a"]
     assert copied["required"] is not schema["required"]
