@@ -441,6 +441,14 @@ class _Exchange:
         return self.sent.sent_again == "retried" and self.state == "waiting"
 
     @property
+    def resumption_refused(self) -> bool:
+        """A GET stream's resumption answered with a refusal under ``500`` (a ``410``:
+        the events are gone): opened again afresh, not counted as a failed attempt
+        (``_get_head``, ``_get_ended``), as the Trio client's."""
+        reader = self.reader
+        return bool(self.sent.last_event_id) and reader is not None and reader.status < 500
+
+    @property
     def counted(self) -> bool:
         """Whether it holds one of the ``max_client_connections``."""
         return bool(self.sent.request_ids)
@@ -1118,7 +1126,7 @@ class HttpTransport:
             return
         if reader.status != 405 and self._get_opened:
             logger.debug("HTTP: the GET stream got status %d: opened again", reader.status)
-            if not (exchange.sent.last_event_id and reader.status < 500):
+            if not exchange.resumption_refused:
                 self._get_failures += 1
             return
         logger.debug("HTTP: no GET stream (status %d)", reader.status)
@@ -1146,7 +1154,7 @@ class HttpTransport:
                 self._get_last = reader  # (else resumed from the last id seen, as EventSource)
         else:
             problem = f"status {reader.status}"
-            if exchange.sent.last_event_id and reader.status < 500:
+            if exchange.resumption_refused:
                 self._get_last = None  # the resumption was refused (events gone): afresh
         brought = reader is not None and reader.events_with_data
         self._get_quiet = 0 if brought else self._get_quiet + 1
