@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+import trustme
 
 
 @pytest.fixture
@@ -38,3 +40,25 @@ def dial(monkeypatch: pytest.MonkeyPatch) -> Dial:
         return dialled
 
     return route
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    """A throwaway certificate authority (one per test module)."""
+    return trustme.CA()
+
+
+@pytest.fixture
+def server_context(ca: trustme.CA) -> ssl.SSLContext:
+    """A server's TLS context with a certificate for 127.0.0.1 from ``ca``."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    return context
+
+
+@pytest.fixture
+def client_context(ca: trustme.CA) -> ssl.SSLContext:
+    """A client's TLS context that trusts ``ca``."""
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    return context

@@ -12,7 +12,6 @@ from typing import cast
 
 import pytest
 import trio
-import trustme
 
 pytest.importorskip("cryptography")
 
@@ -35,25 +34,6 @@ KEY = new_dpop_key()
 
 async def verify_token(token: str) -> Principal | None:
     return Principal(subject="alice", dpop_jkt=jwk_thumbprint(KEY.public_jwk))
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-@pytest.fixture
-def server_context(ca: trustme.CA) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(context)
-    return context
-
-
-@pytest.fixture
-def client_context(ca: trustme.CA) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    return context
 
 
 async def post_with_proof(

@@ -10,7 +10,6 @@ import ssl
 import pytest
 import trio
 import trio.testing
-import trustme
 
 from mcp_trio import (
     SessionClosed,
@@ -23,25 +22,6 @@ from mcp_trio._http_client import open_http_client
 from .helpers import client_config, server_config
 from .test_http_support import IO_TIMEOUT, call, client_connection_config, start_server, text_of
 from .test_websocket import echo_handlers
-
-
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA()
-
-
-@pytest.fixture
-def server_context(ca: trustme.CA) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(context)
-    return context
-
-
-@pytest.fixture
-def client_context(ca: trustme.CA) -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    return context
 
 
 def _is_certificate_failure(exc: BaseException) -> bool:
