@@ -36,6 +36,20 @@ async def verify_token(token: str) -> Principal | None:
     return Principal(subject="alice", dpop_jkt=jwk_thumbprint(KEY.public_jwk))
 
 
+def _proof(method: str, htu: str, jti: str) -> str:
+    """A DPoP proof by ``KEY`` for the token ``t``, a ``method`` request to ``htu``."""
+    return dpop_proof(
+        jwk=KEY.public_jwk,
+        alg=KEY.alg,
+        sign=KEY.sign,
+        method=method,
+        url=htu,
+        now=time.time(),
+        jti=jti,
+        access_token="t",
+    )
+
+
 async def post_with_proof(
     port: int, htu: str, jti: str, client_context: ssl.SSLContext | None
 ) -> RawResponse:
@@ -45,16 +59,7 @@ async def post_with_proof(
     stream: trio.abc.Stream = tcp
     if client_context is not None:
         stream = trio.SSLStream(tcp, client_context, server_hostname="127.0.0.1")
-    proof = dpop_proof(
-        jwk=KEY.public_jwk,
-        alg=KEY.alg,
-        sign=KEY.sign,
-        method="POST",
-        url=htu,
-        now=time.time(),
-        jti=jti,
-        access_token="t",
-    )
+    proof = _proof("POST", htu, jti)
     headers = (*POST_HEADERS, ("authorization", "DPoP t"), ("dpop", proof))
     # (RawConnection drives any stream: it only sends, receives and closes)
     conn = RawConnection(cast("trio.SocketStream", stream))
@@ -106,17 +111,7 @@ async def test_a_wss_handshakes_htu_has_the_connections_scheme(
     url = f"wss://127.0.0.1:{handle.port}/mcp"
 
     def headers(htu: str, jti: str) -> dict[str, str]:
-        proof = dpop_proof(
-            jwk=KEY.public_jwk,
-            alg=KEY.alg,
-            sign=KEY.sign,
-            method="GET",
-            url=htu,
-            now=time.time(),
-            jti=jti,
-            access_token="t",
-        )
-        return {"Authorization": "DPoP t", "DPoP": proof}
+        return {"Authorization": "DPoP t", "DPoP": _proof("GET", htu, jti)}
 
     with trio.fail_after(IO_TIMEOUT):
         async with open_websocket_client(
