@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -21,6 +22,19 @@ from mcp_trio._cli_notes import NoteStore, create_server
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "asyncio_http_client.py"
 IO_TIMEOUT = 60  # seconds, absolute: a real process on a shared machine
+
+
+async def _run_example(url: str, era: str) -> subprocess.CompletedProcess[bytes]:
+    """The example run as a process against ``url`` in ``era``; its output captured."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with trio.fail_after(IO_TIMEOUT):
+        return await trio.run_process(
+            [sys.executable, str(EXAMPLE), url, era],
+            capture_stdout=True,
+            capture_stderr=True,
+            env=env,
+            check=False,
+        )
 
 
 @pytest.mark.parametrize(
@@ -53,15 +67,7 @@ async def test_the_asyncio_http_example_runs_against_the_trio_server(
         raise AssertionError("unreachable")
 
     handle = await nursery.start(server.serve_http, "127.0.0.1", 0)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with trio.fail_after(IO_TIMEOUT):
-        done = await trio.run_process(
-            [sys.executable, str(EXAMPLE), handle.url, era],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=env,
-            check=False,
-        )
+    done = await _run_example(handle.url, era)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().splitlines() == [
         connected,
@@ -146,15 +152,7 @@ async def test_the_asyncio_http_example_reissues_a_request_whose_connection_ende
     upstream = urlsplit(handle.url)
     port = await _cutting_proxy(nursery, upstream.port or 80, cut_first_list)
     url = f"http://127.0.0.1:{port}{upstream.path}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with trio.fail_after(IO_TIMEOUT):
-        done = await trio.run_process(
-            [sys.executable, str(EXAMPLE), url, "modern"],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=env,
-            check=False,
-        )
+    done = await _run_example(url, "modern")
     assert len(cuts) == 1
     assert done.returncode == 0, done.stderr.decode()
     lines = done.stdout.decode().splitlines()
@@ -189,15 +187,7 @@ async def test_the_asyncio_http_example_does_not_reissue_after_a_head_that_broke
         nursery, upstream.port or 80, break_the_list, reply=b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n"
     )
     url = f"http://127.0.0.1:{port}{upstream.path}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with trio.fail_after(IO_TIMEOUT):
-        done = await trio.run_process(
-            [sys.executable, str(EXAMPLE), url, "modern"],
-            capture_stdout=True,
-            capture_stderr=True,
-            env=env,
-            check=False,
-        )
+    done = await _run_example(url, "modern")
     assert len(lists) == 1  # not re-issued
     assert done.returncode != 0
     assert "tools/list" in done.stderr.decode()
