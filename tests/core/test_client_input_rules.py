@@ -48,12 +48,13 @@ ROOTS = {"method": "roots/list"}
 
 
 def client(capabilities: dict[str, Any], **config: Any) -> tuple[ConnectionPair, Connection]:
+    """A client's core that declared ``capabilities``, after the handshake: modern
+    unless ``config`` says another ``era``."""
     pair = ConnectionPair(
         ConnectionConfig(
             implementation={"name": "c", "version": "1"},
             capabilities=capabilities,
-            era="modern",
-            **config,
+            **{"era": "modern", **config},
         ),
         ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
     )
@@ -329,14 +330,7 @@ def test_answers_that_do_not_fit_are_refused(answers: dict[str, Any], problem: s
 
 def legacy_asked() -> tuple[Connection, Any]:
     """A legacy client's core, asked ``FORM_ASKED``: it and the request's id."""
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CAN_ANSWER, era="legacy"
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
-    conn = pair.client
+    _, conn = client(CAN_ANSWER, era="legacy")
     asked = {"jsonrpc": "2.0", "id": "e1", **FORM_ASKED}
     (event,) = conn.receive_message(dumps(asked), now=0.0)
     assert isinstance(event, RequestReceived) and event.method == "elicitation/create"
@@ -407,13 +401,7 @@ def task_asked(task_augmented: bool = True) -> tuple[Connection, Any]:
     lets an application on the bare core serve them), asked ``FORM_ASKED`` with a
     ``task``: it and the request's id."""
     caps = {**CAN_ANSWER, "tasks": {"requests": {"elicitation": {"create": {}}}}}
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=caps, era="legacy"
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair, _ = client(caps, era="legacy")
     params: dict[str, Any] = {"message": "?", "requestedSchema": SCHEMA}
     if task_augmented:
         params["task"] = {"ttl": 60000}
@@ -487,14 +475,7 @@ def test_a_url_elicitation_is_accepted_without_content_modern() -> None:
 
 
 def test_a_url_elicitation_is_accepted_without_content_legacy() -> None:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CAN_ANSWER, era="legacy"
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
-    conn = pair.client
+    _, conn = client(CAN_ANSWER, era="legacy")
     (event,) = conn.receive_message(
         dumps({"jsonrpc": "2.0", "id": "u1", **URL_WITH_A_FORM}), now=0.0
     )
