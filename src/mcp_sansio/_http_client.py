@@ -330,6 +330,12 @@ class ClientRequest:
         return self.session_id is not None
 
     @property
+    def one_way(self) -> bool:
+        """Whether this is a POST that carries no request (a notification, an answer to
+        a request of the server's): nothing answers it but its ``202``."""
+        return not self.request_ids and self.request.method == "POST"
+
+    @property
     def resumption(self) -> bool:
         """Whether this is the ``GET`` (with ``Last-Event-ID``) that resumes the SSE stream
         of requests (legacy; :meth:`ClientResponse.resume`)."""
@@ -1418,7 +1424,7 @@ class HttpClient:
         if kind == "error":
             reader._problem = problem
             reader._refusal = _refusal(HttpResponse(status=status, headers=fields))
-            if status == 503 and not sent.request_ids and sent.request.method == "POST":
+            if status == 503 and sent.one_way:
                 reader._retry_after = next((v for k, v in fields if k == b"retry-after"), None)
         if sent.modern and self.era is None and kind in ("json", "sse", "accepted"):
             self.era = Era.MODERN

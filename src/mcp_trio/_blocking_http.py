@@ -455,7 +455,7 @@ class _Exchange:
 
     @property
     def one_way(self) -> bool:
-        return not self.sent.request_ids and self.sent.request.method == "POST"
+        return self.sent.one_way
 
 
 @final

@@ -275,7 +275,7 @@ def log_one_way_answer(reader: ClientResponse) -> None:
     """Note at DEBUG a one-way message (a notification, a response) answered with a body
     (both HTTP clients): transports.mdx says the server MUST answer ``202 Accepted``
     with none. Nothing is lost, so no warning, which would come with each one."""
-    if not reader.sent.request_ids and reader.kind in ("json", "sse"):
+    if reader.sent.one_way and reader.kind in ("json", "sse"):
         _logger.debug(
             "HTTP: a one-way message was answered %d (%s), not 202", reader.status, reader.kind
         )
