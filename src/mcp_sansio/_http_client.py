@@ -159,6 +159,8 @@ __all__ = [
     "RETRY_AFTER_CAP",
     "ClientRequest",
     "ClientResponse",
+    "GetDecision",
+    "GetStream",
     "HttpClient",
     "HttpClientConfig",
     "SessionEnded",
@@ -1354,6 +1356,12 @@ class HttpClient:
             raise LocalProtocolError("a GET stream needs a legacy session")
         return self._get(None, (), None)
 
+    def get_stream(self, max_attempts: int) -> GetStream:
+        """Legacy: the rules that keep the session in use's GET stream open (see
+        :class:`GetStream`), giving up after more than ``max_attempts`` attempts in a row
+        that got no stream. One per session: a new session opens a stream of its own."""
+        return GetStream(self, max_attempts)
+
     def terminate(self) -> ClientRequest | None:
         """Legacy: the DELETE that ends the session (``None`` without one). The session is
         forgotten at once; any answer (204, 405, 404) may be ignored."""
@@ -1521,3 +1529,137 @@ class HttpClient:
                 self._learn_header_params(name, params)
             kept.append(tool)
         return {**result, "tools": kept} if len(kept) != len(tools) else result
+
+
+# ================================================================================ GET stream
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GetDecision:
+    """What to do after an attempt at the legacy GET stream (:class:`GetStream`)."""
+
+    action: Literal["reopen", "not_offered", "give_up", "stop"]
+    """``"reopen"``: send :meth:`GetStream.request` after :attr:`delay`; ``"not_offered"``:
+    the server offers no GET stream, stop quietly (not asked again in this session);
+    ``"give_up"``: end the session, saying :attr:`reason`; ``"stop"``: the session the
+    stream belonged to is gone (started anew, or over): a new one opens its own."""
+    delay: float = 0.0
+    """``"reopen"``: seconds to wait first (:func:`reopen_delay`)."""
+    reason: str = ""
+    """Why, for people: for ``"give_up"``, why the session ends; for ``"not_offered"``,
+    what the server answered (``"status 405"``) or what the last attempt got instead."""
+
+
+_STOP: Final = GetDecision(action="stop")
+
+
+@final
+class GetStream:
+    """The legacy GET stream of one session: which GET to send next, and what to do
+    after each attempt (``2025-11-25/basic/transports.mdx``, "Listening for Messages
+    from the Server", "Resumability and Redelivery"). Make it with
+    :meth:`HttpClient.get_stream`; both bindings' clients drive one, doing only the I/O.
+
+    Theory of operation: the driver sends :meth:`request`, then hands over the attempt's
+    outcome: :meth:`answered` with its :class:`ClientResponse` (a stream once its body
+    ended; anything else from its head on), or :meth:`no_answer` (no head came, or no
+    connection at all). Each returns a :class:`GetDecision`. The rules:
+
+    * A stream that ends is resumed from the last event id seen (``Last-Event-ID``);
+      one that carried no id of its own leaves that id in place, as EventSource does.
+      Without one, or after a refused resumption (a status under ``500`` to a GET with
+      ``Last-Event-ID``: the events are gone, a ``410`` say), the stream is opened
+      afresh; that refusal is not counted as a failed attempt.
+    * The wait is the last stream's ``retry`` (``default_retry_ms`` until one came),
+      then twice as long for each attempt in a row that brought no JSON-RPC message,
+      whatever it got (:func:`reopen_delay`): a quiet server that closes its streams is
+      polled less and less often.
+    * A ``405``, or any answer but a stream from a server that never gave one, means the
+      server offers no GET stream: ``"not_offered"``.
+    * More than ``max_attempts`` attempts in a row that got no stream (no answer, no
+      connection; once a stream came, an error status too) give up: the session ends
+      if a stream ever came (what the server says on its own could no longer reach the
+      client, which must not look connected) or if the server cannot be reached at all;
+      else (a server whose POSTs work drops every GET) there is no GET stream, quietly.
+
+    No clock, no I/O: delays are relative seconds. A ``401`` that waits for a new token
+    is the binding's (it is not an attempt here: do not hand it over).
+    """
+
+    def __init__(self, client: HttpClient, max_attempts: int) -> None:
+        self._client = client
+        self._max_attempts = max_attempts
+        self.session_id: Final = client.session_id
+        """The session whose stream this is."""
+        self.opened = False
+        """A stream came once (from then on only a ``405`` means "no GET stream")."""
+        self.over = False
+        """It gave up, or the server offers no GET stream: nothing more to send."""
+        self._last: ClientResponse | None = None  # the stream to resume from
+        self._retry_ms = client.config.default_retry_ms  # the last stream's retry
+        self._quiet = 0  # attempts in a row that brought no message
+        self._failed = 0  # attempts in a row that got no stream
+
+    def request(self) -> ClientRequest | None:
+        """The GET to send: the resumption of the last stream (from the last event id
+        seen), else one that opens the stream afresh; ``None`` once it is :attr:`over`
+        or its session is gone (a new session opens its own)."""
+        client = self._client
+        if self.over or client.session_id != self.session_id:
+            return None
+        again = self._last.resume() if self._last is not None else None
+        if again is not None:
+            return again
+        try:
+            return client.open_stream()
+        except LocalProtocolError:
+            return None  # (no legacy session)
+
+    def answered(self, reader: ClientResponse) -> GetDecision:
+        """The attempt got an answer: ``reader``, a stream once its body ended; for
+        anything else its head is enough (its body changes nothing here)."""
+        if reader.session_expired:
+            return _STOP  # (a 404: the session is started anew, or over)
+        if reader.kind == "sse":
+            self.opened, self._retry_ms, self._failed = True, reader.retry_ms, 0
+            self._quiet = 0 if reader.events_with_data else self._quiet + 1
+            last = self._last
+            if reader.last_event_id or last is None or not last.last_event_id:
+                self._last = reader  # (else resumed from the last id seen, as EventSource)
+            return self._next("")
+        if reader.status == 405 or not self.opened:
+            self.over = True
+            return GetDecision(action="not_offered", reason=f"status {reader.status}")
+        self._quiet += 1
+        if reader.sent.last_event_id and reader.status < 500:
+            self._last = None  # the resumption was refused (the events are gone): afresh
+        else:
+            self._failed += 1
+        return self._next(f"status {reader.status}")
+
+    def no_answer(self, problem: str, *, connected: bool = True) -> GetDecision:
+        """The attempt got no answer: ``problem`` says why, for people (the connection
+        closed before the head, too many redirects); ``connected`` false: no connection
+        could be opened (the server cannot be reached)."""
+        self._quiet += 1
+        self._failed += 1
+        return self._next(problem, unreachable=not connected)
+
+    def _next(self, problem: str, *, unreachable: bool = False) -> GetDecision:
+        if self._client.session_id != self.session_id:
+            return _STOP
+        if self._failed > self._max_attempts:
+            self.over = True
+            if unreachable:
+                reason = f"the server cannot be reached any more: {problem}"
+            elif self.opened:
+                reason = f"the session's GET stream cannot be opened again: {problem}"
+            else:
+                # Dropped (or redirected in a loop) every time, from a server whose POSTs
+                # work: it offers no GET stream after all.
+                return GetDecision(action="not_offered", reason=problem)
+            return GetDecision(action="give_up", reason=reason)
+        floor = self._client.config.default_retry_ms
+        delay = reopen_delay(self._retry_ms, self._quiet, floor)
+        return GetDecision(action="reopen", delay=delay)

@@ -75,14 +75,16 @@ in this order:
    re-issued as for ``broken``; :func:`split_broken` says which (a
    ``subscriptions/listen``, :data:`NEVER_REISSUED`, fails instead).
 
-The legacy GET stream, for what the server says on its own: send
-:meth:`HttpClient.open_stream` once :class:`~mcp_sansio.HandshakeCompleted` came and the
-server answered the ``notifications/initialized`` POST the connection queued with it (the
-one-way POST of that same flush: :attr:`ClientRequest.methods` lists requests only); the
-session is then initialized on both sides. Open it before the first request so that
-nothing is missed, and read it as any response; a ``405`` means the server offers none.
-When it ends, :meth:`ClientResponse.resume` gives the GET that goes on from its last event
-id; without one, open it again after :func:`reopen_delay`. The modern era has none.
+The legacy GET stream, for what the server says on its own: open it once
+:class:`~mcp_sansio.HandshakeCompleted` came and the server answered the
+``notifications/initialized`` POST the connection queued with it (the one-way POST of that
+same flush: :attr:`ClientRequest.methods` lists requests only); the session is then
+initialized on both sides. Open it before the first request so that nothing is missed,
+and read it as any response. :meth:`HttpClient.get_stream` gives the session's
+:class:`GetStream`, which keeps the rules of opening it again: send its
+:meth:`GetStream.request`, hand it each attempt's outcome (:meth:`GetStream.answered`,
+:meth:`GetStream.no_answer`) and do what the :class:`GetDecision` says (open it again after
+a delay; stop, the server offers none; end the session). The modern era has none.
 
 Session expiry (legacy; ``2025-11-25/basic/transports.mdx``, "Session Management"). A
 ``404`` to a request that carried the session id sets
@@ -154,6 +156,8 @@ from ._http_client import (
     RETRY_AFTER_CAP,
     ClientRequest,
     ClientResponse,
+    GetDecision,
+    GetStream,
     HttpClient,
     HttpClientConfig,
     ReplyNotCarried,
@@ -212,6 +216,8 @@ __all__ = [
     "ClientResponse",
     "Decision",
     "EventStore",
+    "GetDecision",
+    "GetStream",
     "HeaderInput",
     "HeaderParam",
     "Headers",

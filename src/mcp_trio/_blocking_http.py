@@ -121,6 +121,8 @@ from mcp_sansio.http import (
     FORGOTTEN_TWICE,
     ClientRequest,
     ClientResponse,
+    GetDecision,
+    GetStream,
     HttpClient,
     HttpClientConfig,
     ReplyNotCarried,
@@ -129,7 +131,6 @@ from mcp_sansio.http import (
     abandoned_request,
     http_error,
     reissue_refused,
-    reopen_delay,
     split_broken,
     transport_errors,
 )
@@ -441,14 +442,6 @@ class _Exchange:
         return self.sent.sent_again == "retried" and self.state == "waiting"
 
     @property
-    def resumption_refused(self) -> bool:
-        """A GET stream's resumption answered with a refusal under ``500`` (a ``410``:
-        the events are gone): opened again afresh, not counted as a failed attempt
-        (``_get_head``, ``_get_ended``), as the Trio client's."""
-        reader = self.reader
-        return bool(self.sent.last_event_id) and reader is not None and reader.status < 500
-
-    @property
     def counted(self) -> bool:
         """Whether it holds one of the ``max_client_connections``."""
         return bool(self.sent.request_ids)
@@ -494,12 +487,9 @@ class HttpTransport:
         self._write_timeout = write_timeout
         self._exchanges: list[_Exchange] = []
         self._idle: deque[_Wire] = deque()
-        self._get: _Exchange | None = None
-        self._get_failures = 0  # attempts in a row that got no stream
-        self._get_quiet = 0  # attempts in a row that brought no message
-        self._get_refused = False  # the server offers no GET stream: not asked again
-        self._get_last: ClientResponse | None = None  # its last stream: resumed from it
-        self._get_opened = False  # a GET stream came once (then only a 405 is "none")
+        self._get: _Exchange | None = None  # the GET stream's attempt under way, if any
+        self._get_rules: GetStream | None = None  # the session's (the core's rules)
+        self._get_decided: GetDecision | None = None  # on an answer's head, if no stream
         self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
         self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
         self._gated: str | None = None  # the session whose first GET that was
@@ -1030,10 +1020,9 @@ class HttpTransport:
             return
         self._close(exchange)
         if exchange is self._get:
-            # (Counted there: tried again, or given up: then the session ends here.)
-            self._get_ended(exchange, now, str(exc), reachable=False)
-            if self._get_failures <= self.config.max_resume_attempts:
-                return
+            # (Counted there: tried again, or given up: then the session ends.)
+            self._get_ended(exchange, now, f"{self._host}:{self._port}: {exc}", connected=False)
+            return
         sent = exchange.sent
         if sent.resumption and exchange.ids:
             # Counted and tried again, as the GET stream's; given up, its requests fail
@@ -1082,8 +1071,7 @@ class HttpTransport:
             self._close(exchange)
         if self._get is not None:
             self._close(self._get)
-            self._get = None
-        self._get_last = None  # (the new session's stream starts afresh)
+            self._get = None  # (the new session opens its own)
         self.inbox.append(Restart())
 
     def _end_session(self) -> None:
@@ -1094,105 +1082,72 @@ class HttpTransport:
 
     def open_get_stream(self, now: float) -> None:
         """Legacy: open the session's GET stream (what the server says on its own is
-        read while calls wait), unless it is open, not wanted, or there is no session."""
+        read while calls wait), unless it is open, not wanted, not offered, or there is
+        no session. The rules of opening it again are the core's (``GetStream``), the
+        Trio client's too."""
         http = self.http
         if (
             self._get is not None
             or not self.config.open_get_stream
-            or self._get_refused
             or http.session_id is None
             or http.era is not Era.LEGACY
         ):
             return
-        self._get = _Exchange(http.open_stream())
+        rules = self._get_rules
+        if rules is None or rules.session_id != http.session_id:
+            rules = self._get_rules = http.get_stream(self.config.max_resume_attempts)
+        request = rules.request()
+        if request is None:  # (not offered, or given up)
+            return
+        self._get = _Exchange(request)
         if self._gated != http.session_id:  # (the session's first: requests wait for it)
             self._gated = http.session_id
             self._gate = self._get
         self._start(self._get, now)
 
     def _get_head(self, exchange: _Exchange) -> None:
-        """The GET stream's head. Not a stream: the server offers none if it says so
-        (the spec's ``405``) or never gave one; else the stream is opened again once
-        this answer ends (``_get_ended``), as the Trio client's: afresh after a refused
-        resumption (the events are gone: a ``410``, say), not counted; after another
-        refusal counted, as an attempt that got no stream."""
+        """The GET stream's head. A stream is judged once it ends (``_get_ended``);
+        anything else now: the server offers no GET stream (a ``405``, or no stream
+        ever came), and it is closed at once; else its body is read, and what was
+        decided done once it ends."""
         reader = exchange.reader
-        assert reader is not None
+        assert reader is not None and self._get_rules is not None
         if reader.kind == "sse":
-            self._get_failures = 0
-            self._get_opened = True
             return
-        if reader.session_expired:
-            return
-        if reader.status != 405 and self._get_opened:
+        decided = self._get_decided = self._get_rules.answered(reader)
+        if decided.action == "not_offered":
+            logger.debug("HTTP: no GET stream (%s)", decided.reason)
+            self._close(exchange)
+            self._get = self._get_decided = None
+        elif decided.action != "stop":
             logger.debug("HTTP: the GET stream got status %d: opened again", reader.status)
-            if not exchange.resumption_refused:
-                self._get_failures += 1
-            return
-        logger.debug("HTTP: no GET stream (status %d)", reader.status)
-        self._close(exchange)
-        self._get = None
-        self._get_refused = True
 
     def _get_ended(
-        self, exchange: _Exchange, now: float, problem: str = "", *, reachable: bool = True
+        self, exchange: _Exchange, now: float, problem: str = "", *, connected: bool = True
     ) -> None:
-        """The GET stream ended: resume it (or open it again) after the server's retry,
-        waiting longer after each attempt in a row that brought no message (the rule
-        the Trio client follows too, ``reopen_delay``); after ``max_resume_attempts``
-        attempts in a row that got no stream (``problem``: why this one got none), give
-        up (``_get_given_up``; ``reachable`` false: no connection, and the session ends
-        there, ``_unreachable``)."""
+        """The GET stream's attempt ended (``problem``: why it got no answer, if it got
+        none; ``connected`` false: not even a connection): do what the core's rules say,
+        open it again after a while, or give up (the session ends)."""
         if self._get is not exchange:
             return
         self._get = None
-        reader, last = exchange.reader, self._get_last
+        rules, reader = self._get_rules, exchange.reader
+        assert rules is not None
+        decided, self._get_decided = self._get_decided, None
         if reader is None:
-            self._get_failures += 1
+            decided = rules.no_answer(problem, connected=connected)
         elif reader.kind == "sse":
-            if reader.last_event_id or last is None or not last.last_event_id:
-                self._get_last = reader  # (else resumed from the last id seen, as EventSource)
-        else:
-            problem = f"status {reader.status}"
-            if exchange.resumption_refused:
-                self._get_last = None  # the resumption was refused (events gone): afresh
-        brought = reader is not None and reader.events_with_data
-        self._get_quiet = 0 if brought else self._get_quiet + 1
-        if self.http.session_id is None:
-            return
-        if self._get_failures > self.config.max_resume_attempts:
-            if reachable:
-                self._get_given_up(problem)
-            return
-        # Resumed from the last stream's event id, also after an attempt that got no
-        # stream (a dropped connection, a 5xx), as the Trio client's: the events meanwhile
-        # are not lost.
-        last = self._get_last
-        again = last.resume() if last is not None else None
-        try:
-            request = again if again is not None else self.http.open_stream()
-        except LocalProtocolError:
-            return
-        floor = self.http.config.default_retry_ms
-        retry_ms = reader.retry_ms if reader is not None else floor
-        delay = reopen_delay(retry_ms, self._get_quiet, floor)
-        self._get = _Exchange(request, start_at=now + delay)
-        self._start(self._get, now)
-
-    def _get_given_up(self, problem: str) -> None:
-        """More than ``max_resume_attempts`` attempts in a row got no GET stream, as the
-        Trio client's rule: once a stream came, the session ends (what the server says
-        on its own could no longer reach it, and a client that only calls must not look
-        as if it heard everything); before one ever came (dropped every time, from a
-        server whose POSTs work), the server offers none after all: not asked again."""
-        if not self._get_opened:
-            logger.debug("HTTP: no GET stream (%s)", problem)
-            self._get_refused = True
-            return
-        reason = f"the session's GET stream cannot be opened again: {problem}"
-        logger.debug("HTTP: %s", reason)
-        if self.failure is None:
-            self.failure = SessionClosed(reason)
+            decided = rules.answered(reader)
+        assert decided is not None  # (by _get_head)
+        if decided.action == "give_up":
+            logger.debug("HTTP: %s", decided.reason)
+            if self.failure is None:
+                self.failure = SessionClosed(decided.reason)
+        elif decided.action == "not_offered":
+            logger.debug("HTTP: no GET stream (%s)", decided.reason)
+        elif decided.action == "reopen" and (request := rules.request()) is not None:
+            self._get = _Exchange(request, start_at=now + decided.delay)
+            self._start(self._get, now)
 
     # ------------------------------------------------------------------ closing
 

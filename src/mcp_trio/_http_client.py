@@ -228,7 +228,6 @@ from mcp_sansio.http import (
     http_error,
     pinned_http_config,
     reissue_refused,
-    reopen_delay,
     split_broken,
 )
 
@@ -1337,75 +1336,48 @@ class HttpChannel(MessageChannel):
 
     async def _get_stream(self, ready: trio.Event) -> None:
         """Keep the session's GET stream open while the session lasts (see the module
-        docs); ``ready`` is set once the first attempt has a head (or failed)."""
-        http, bound = self.http, self.transport.max_resume_attempts
-        last: ClientResponse | None = None  # the last SSE answer: its event id, its retry
-        retry_ms = http.config.default_retry_ms
-        opened = False  # (until a stream came once, any other answer means "no stream")
-        quiet = failed = 0  # attempts in a row that brought no message / no stream
+        docs; the rules are the core's, ``GetStream``); ``ready`` is set once the first
+        attempt has a head (or failed)."""
+        get = self.http.get_stream(self.transport.max_resume_attempts)
         auth = self._auth
         try:
             with trio.CancelScope() as self._get_scope:
-                while True:
-                    again = last.resume() if last is not None else None
-                    try:
-                        request = again if again is not None else http.open_stream()
-                    except LocalProtocolError:
-                        return  # no session any more (a new one opens its own stream)
-                    problem: WireError | str | None = None
+                while (request := get.request()) is not None:
                     tokens = auth.tokens_used if auth is not None else 0
                     try:
                         reader = await self._follow(request, _Written(), headed=ready.set)
+                    except ConnectFailed as exc:
+                        decision = get.no_answer(str(exc), connected=False)
                     except WireError as exc:
-                        reader, problem = None, exc
-                    ready.set()
-                    if reader is not None and reader.session_expired:
-                        return  # (the session is started anew, or over: see _exchange)
-                    if auth is not None and reader is not None and reader.status == 401:
-                        # Refused, and the shared refresh (if any) brought no token: wait
-                        # for the next one (a refresh, a flow of the user's requests),
-                        # never asking; not a failed attempt (the module docs).
-                        logger.debug("HTTP: the GET stream waits for a new token")
-                        await auth.new_token(tokens)
-                        continue
-                    if reader is not None and reader.kind == "sse":
-                        opened, retry_ms, failed = True, reader.retry_ms, 0
-                        quiet = 0 if reader.events_with_data else quiet + 1
-                        if reader.last_event_id or last is None or not last.last_event_id:
-                            last = reader  # (else resume from the last id seen, as EventSource)
-                    elif reader is not None and (reader.status == 405 or not opened):
-                        # The server offers no GET stream (the spec's 405; any answer but
-                        # a stream, from a server that never gave one): nothing to retry.
-                        logger.debug("HTTP: no GET stream (status %d)", reader.status)
-                        return
-                    elif again is not None and reader is not None and reader.status < 500:
-                        last = None  # the resumption was refused (events gone): afresh
-                        quiet += 1
+                        decision = get.no_answer(str(exc))
                     else:
-                        quiet, failed = quiet + 1, failed + 1
-                        if problem is None:
-                            problem = f"status {reader.status}" if reader else "too many redirects"
-                    if failed > bound:
-                        if opened or isinstance(problem, ConnectFailed):
-                            self._get_lost(problem)
+                        if auth is not None and reader is not None and reader.status == 401:
+                            # Refused, and the shared refresh (if any) brought no token:
+                            # wait for the next one (a refresh, a flow of the user's
+                            # requests), never asking; not a failed attempt (module docs).
+                            ready.set()
+                            logger.debug("HTTP: the GET stream waits for a new token")
+                            await auth.new_token(tokens)
+                            continue
+                        if reader is None:
+                            decision = get.no_answer("too many redirects")
                         else:
-                            # Dropped or redirected in a loop every time, from a server
-                            # whose POSTs work: it offers no GET stream after all.
-                            logger.debug("HTTP: no GET stream (%s)", problem)
+                            decision = get.answered(reader)
+                    ready.set()
+                    if decision.action != "reopen":
+                        if decision.action == "give_up":
+                            self._get_lost(decision.reason)
+                        elif decision.action == "not_offered":
+                            logger.debug("HTTP: no GET stream (%s)", decision.reason)
                         return
-                    floor = http.config.default_retry_ms
-                    await trio.sleep(reopen_delay(retry_ms, quiet, floor))
+                    await trio.sleep(decision.delay)
         finally:
             ready.set()
 
-    def _get_lost(self, problem: WireError | str | None) -> None:
+    def _get_lost(self, reason: str) -> None:
         """More than ``max_resume_attempts`` attempts in a row to open the GET stream
         again got none: end the session (what the server says on its own could no
         longer reach it), saying why."""
-        if isinstance(problem, ConnectFailed):
-            reason = f"the server cannot be reached any more: {problem}"
-        else:
-            reason = f"the session's GET stream cannot be opened again: {problem}"
         logger.debug("HTTP: %s", reason)
         self._signal_soon(SessionClosed(reason))
 
