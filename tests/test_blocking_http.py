@@ -1609,6 +1609,128 @@ def test_a_get_stream_is_resumed_from_its_last_event_id_after_a_failed_attempt(
     assert b"last-event-id: e1" in gets[2]
 
 
+def test_after_a_get_that_got_no_stream_the_wait_follows_the_stream_s_retry(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The GET stream (``retry: 300``) ends; its resumption gets no answer: the next
+    attempt waits from the stream's ``retry`` (0.3 s), as the Trio client's (the core's
+    ``GetStream``); it waited from ``default_retry_ms`` (10 ms, at least 0.1 s), polling
+    a server that asked for 0.3 s three times as often."""
+    gets: list[float] = []
+    third = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        third.wait(TIMEOUT)  # (a slow tool: the GET stream is read meanwhile)
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+        if head.startswith(b"GET"):
+            gets.append(time.monotonic())
+            if len(gets) == 1:
+                sock.sendall(sse + b"\r\n\r\nid: e1\nretry: 300\ndata:\n\n")  # (then it ends)
+            elif len(gets) == 3:
+                third.set()
+                sock.sendall(sse + b"\r\n\r\nretry: 300\n\n")
+            # (the second: closed unanswered, by RawServer)
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    fast = HttpClientConfig(default_retry_ms=10)
+    with connect(server.url, era="legacy", http_config=fast, timeout=TIMEOUT) as client:
+        client.call_tool("slow")
+    assert third.is_set()
+    assert gets[1] - gets[0] >= 0.25
+    assert gets[2] - gets[1] >= 0.25  # (it was 0.1)
+
+
+def test_a_get_stream_that_cannot_reach_the_server_any_more_ends_the_session(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The GET stream ends, and the server stops taking connections while a call waits:
+    after ``max_resume_attempts`` more attempts the session ends, saying the server
+    cannot be reached any more, as the Trio client words it."""
+    called = threading.Event()
+    stop = threading.Event()
+    listeners: list[socket.socket] = []  # (the server's, once it is started)
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        called.set()
+        stop.wait(TIMEOUT)  # (a call that never ends: only the session's end ends it)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"GET"):
+            sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+            sock.sendall(sse + b"\r\n\r\nid: e1\nretry: 10\ndata:\n\n")
+            called.wait(TIMEOUT)  # (the call is out: then no new connection is taken)
+            with suppress(OSError):
+                listeners[0].shutdown(socket.SHUT_RDWR)
+            listeners[0].close()
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    listeners.append(server.listener)
+    fast = HttpClientConfig(default_retry_ms=10)
+    transport = HttpTransportConfig(max_resume_attempts=2)
+    try:
+        with (
+            connect(
+                server.url, era="legacy", http_config=fast, transport=transport, timeout=TIMEOUT
+            ) as client,
+            pytest.raises(SessionClosed, match=r"cannot be reached any more: 127\.0\.0\.1:"),
+        ):
+            client.call_tool("slow")
+    finally:
+        stop.set()
+
+
+def test_a_new_session_asks_for_the_get_stream_again(raw: Callable[..., RawServer]) -> None:
+    """The first session's GET is refused ``405``; the server forgets that session and
+    the client starts another: it asks that one for a GET stream, as the Trio client
+    does (each session's GET stream starts afresh: a restarted server may offer one)."""
+    gets: list[bytes] = []
+    sessions = itertools.count(1)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        assert isinstance(message, dict)
+        method = message.get("method")
+        fields = dict(line.partition(b":")[::2] for line in head.lower().split(b"\r\n")[1:])
+        sid = fields.get(b"mcp-session-id", b"").strip()
+        if method == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "by hand", "version": "1"},
+            }
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            headers = {"Content-Type": "application/json", "Mcp-Session-Id": f"s{next(sessions)}"}
+            respond(sock, "200 OK", headers, answer)
+        elif sid == b"s1" and not head.startswith(b"GET") and method == "tools/list":
+            respond(sock, "404 Not Found", {}, b"")
+        elif "id" not in message and (method is not None or head.startswith(b"DELETE")):
+            respond(sock, "202 Accepted", {}, b"")
+        elif head.startswith(b"GET"):
+            gets.append(sid)
+            respond(sock, "405 Method Not Allowed", {}, b"")
+        else:
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    server = raw(handler)
+    with connect(server.url, era="legacy", timeout=TIMEOUT) as client:
+        assert client.list_tools() == []  # (404 on s1: sent again on s2)
+        assert client.list_tools() == []
+    assert gets == [b"s1", b"s2"]
+
+
 def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:
     """The server holds its answer to ``notifications/initialized`` a while: no request
     may arrive before that answer (the session is not ready before it)."""

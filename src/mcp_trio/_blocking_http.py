@@ -41,7 +41,8 @@ of the client.
   ``notifications/initialized``), and a session's first one holds back the requests
   after it until its head came (or ``connect_timeout`` passed), as the Trio client's:
   what the server says on its own right away is not missed, and it sees the GET
-  before any request.
+  before any request. It is opened again (resumed, given up) by the Trio client's rules,
+  the sans-IO core's ``GetStream``.
 * Connections: at most ``max_client_connections`` exchanges with requests at once,
   and one-way POSTs on connections of their own (so an answer never waits for the
   stream that asked for it to end); further ones wait, in order. The legacy GET

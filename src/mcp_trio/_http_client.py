@@ -95,8 +95,8 @@ body, SSE events) into messages the session reads.
   GET stream open for what the server says on its own, for as long as the session lasts
   (the client may open it at any time). A stream that ends is resumed
   (``Last-Event-ID``) when it has an event id, else (or when the resumption is refused:
-  the events are gone) opened again, after the server's ``retry`` (``default_retry_ms``
-  without one; never less than ``MIN_REOPEN_DELAY``); attempts in a row that bring no
+  the events are gone) opened again, after the last stream's ``retry`` (``default_retry_ms``
+  until one came; never less than ``MIN_REOPEN_DELAY``); attempts in a row that bring no
   JSON-RPC message (junk ``data:`` is none) wait twice as long each time,
   from at least ``default_retry_ms``, up to ``mcp_sansio.http.MAX_REOPEN_DELAY`` (a
   quiet server that closes its streams is polled less often). A ``405`` means the server
@@ -106,7 +106,8 @@ body, SSE events) into messages the session reads.
   a stream came, an error status too) end the session
   (:class:`~mcp_trio.SessionClosed`): what the server says could no longer reach it, and
   a client that only listens must not look connected. Before a stream ever came, that
-  many dropped connections or redirect loops mean "no GET stream", quietly. With
+  many dropped connections or redirect loops mean "no GET stream", quietly. These rules
+  are the sans-IO core's (``mcp_sansio.http.GetStream``), the blocking client's too. With
   OAuth, the stream never starts an authorization (nobody asked for it: a prompt, a
   browser, must only ever answer something the user did): a ``401`` to its (re)open
   waits for the shared refresh, as a one-way message does (below), then, refused
