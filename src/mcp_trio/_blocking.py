@@ -1346,8 +1346,8 @@ class BlockingClient(HandshakeFacts):
     def _callback_result(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         options = self._options
         if method == "sampling/createMessage" and options.on_sampling is not None:
-            asked = sampling_params(params)
-            return checked_answer(method, options.on_sampling(asked), asked)
+            typed = sampling_params(params)
+            return checked_answer(method, options.on_sampling(typed), typed, params)
         if method == "elicitation/create" and options.on_elicitation is not None:
             form = elicitation_params(params)
             return checked_answer(method, options.on_elicitation(form), form, params)

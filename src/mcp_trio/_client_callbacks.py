@@ -183,8 +183,8 @@ class Callbacks:
             Exception: whatever the callback raises.
         """
         if method == "sampling/createMessage" and self.on_sampling is not None:
-            asked = sampling_params(params)
-            return checked_answer(method, await self.on_sampling(asked), asked)
+            typed = sampling_params(params)
+            return checked_answer(method, await self.on_sampling(typed), typed, params)
         if method == "elicitation/create" and self.on_elicitation is not None:
             form = elicitation_params(params)
             return checked_answer(method, await self.on_elicitation(form), form, params)

@@ -946,11 +946,8 @@ class CallbackAnswerError(ValueError):
 def checked_answer(
     method: str,
     value: Any,
-    params: t.CreateMessageRequestParams
-    | t.ElicitRequestFormParams
-    | t.ElicitRequestURLParams
-    | None = None,
-    asked: Mapping[str, Any] | None = None,
+    params: t.CreateMessageRequestParams | t.ElicitRequestFormParams | t.ElicitRequestURLParams,
+    asked: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """A sampling or elicitation callback's answer, checked, as wire data.
 
@@ -969,7 +966,7 @@ def checked_answer(
         asked: the request's params as they came, which the core judges the answer
             against as it is sent: judged here too, so that both agree (the typed form
             may have dropped what the spec's restricted schemas do not name, such as
-            ``anyOf`` on a string field). Without them, the typed form's.
+            ``anyOf`` on a string field).
 
     Raises:
         TypeError: ``value`` is neither a ``mcp_sansio.types`` value nor a mapping.
@@ -1016,7 +1013,7 @@ def checked_answer(
     if form is not None and data["action"] == "accept":
         # The core's rule, which it holds the answer to as it is sent (retry_with_input,
         # send_result): asked here first to blame the callback, not the connection.
-        why = elicit_result_problem(unstructure(form) if asked is None else asked, data)
+        why = elicit_result_problem(asked, data)
         if why is not None:
             raise CallbackAnswerError(
                 "on_elicitation accepted with content that does not fit the requested "

@@ -29,7 +29,7 @@ from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps, loads
 from mcp_trio import Context, McpError, MemoryChannel, memory_channel_pair
 from mcp_trio._client import Client, open_client
-from mcp_trio._client_common import CallbackAnswerError, checked_answer
+from mcp_trio._client_common import CallbackAnswerError
 from mcp_trio._server import Server
 
 ERAS = ["legacy", "modern"]
@@ -140,35 +140,6 @@ async def test_good_answers_still_go_through(era: str, autojump_clock: MockClock
     ) as client:
         assert (await client.call_tool("elicit")).text == "accept:{'name': 'Ada', 'ratio': 0.5}"
         assert (await client.call_tool("sample")).text.startswith("m:")
-
-
-def test_checked_answer_takes_what_the_schema_allows() -> None:
-    form = t.ElicitRequestFormParams(
-        message="m",
-        requested_schema=t.ElicitRequestFormParamsRequestedSchema(
-            properties={
-                "choice": t.LegacyTitledEnumSchema(
-                    type="string", enum=["a", "b"], enum_names=["A", "B"]
-                ),
-            },
-        ),
-    )
-    assert checked_answer(
-        "elicitation/create", {"action": "accept", "content": {"choice": "a"}}, form
-    )
-    with pytest.raises(CallbackAnswerError, match="field 'choice'"):
-        checked_answer("elicitation/create", {"action": "accept", "content": {"choice": "c"}}, form)
-    # Declined and cancelled answers carry no form to check.
-    assert checked_answer("elicitation/create", {"action": "decline"}, form) == {
-        "action": "decline"
-    }
-    # A URL-mode answer has no content to check.
-    url = t.ElicitRequestURLParams(message="m", url="https://example.com", elicitation_id="e")
-    assert checked_answer("elicitation/create", t.ElicitResult(action="accept"), url) == {
-        "action": "accept"
-    }
-    with pytest.raises(TypeError, match="on_elicitation must return"):
-        checked_answer("elicitation/create", "yes", form)
 
 
 @pytest.mark.parametrize("era", ERAS)
