@@ -1390,7 +1390,7 @@ class BlockingClient(HandshakeFacts):
             "roots/list": options.roots,
         }
         # (An MRTR round: the core held it to the declared capabilities already.)
-        refuse_unanswerable(event, lambda method: given.get(method) is not None, None)
+        refuse_unanswerable(event, lambda method: given.get(method) is not None)
         responses: dict[str, Any] = {}
         for key, entry in event.input_requests.items():
             params = entry.get("params")

@@ -45,6 +45,7 @@ from ._client_common import (
     elicitation_params,
     log_params,
     refuse_unanswerable,
+    refuse_undeclared,
     refused_answer,
     sampling_params,
 )
@@ -221,7 +222,9 @@ class Callbacks:
                 :meth:`answer`).
         """
         requests = event.input_requests
-        refuse_unanswerable(event, self.can_answer, self.capabilities if of_task else None)
+        refuse_unanswerable(event, self.can_answer)
+        if of_task:  # (an MRTR round was held to the declared capabilities by the core)
+            refuse_undeclared(event, self.capabilities)
         responses: dict[str, Any] = {}
         for key, entry in requests.items():
             params = entry.get("params")

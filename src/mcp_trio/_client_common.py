@@ -100,6 +100,7 @@ __all__ = [
     "read_bound",
     "refuse_too_many_questions",
     "refuse_unanswerable",
+    "refuse_undeclared",
     "refused_answer",
     "request_params",
     "roots_result",
@@ -542,22 +543,9 @@ def refuse_too_many_questions(
         )
 
 
-def refuse_unanswerable(
-    event: InputRequired,
-    can_answer: Callable[[str], bool],
-    capabilities: Mapping[str, Any] | None,
-) -> None:
+def refuse_unanswerable(event: InputRequired, can_answer: Callable[[str], bool]) -> None:
     """Refuse ``event``'s ``inputRequests`` before any callback runs when an entry is
-    malformed or asks for what no callback answers (``can_answer``), or, given the
-    client's declared ``capabilities``, for more than it declared (the core's rule,
-    :func:`mcp_sansio.undeclared_input_request`; logged).
-
-    ``capabilities`` is ``None`` for an MRTR round: it reaches a client only once the
-    core has applied that rule and its bound on questions
-    (``ConnectionConfig.max_input_requests``), and a round it refuses fails the call with
-    its local error (:class:`RemoteProtocolError`), so the rule is not applied twice. A
-    task's questions (the tasks extension) come in a ``tasks/get`` result, which the core
-    does not read: they are held to the rule here.
+    malformed or asks for what no callback answers (``can_answer``).
 
     Raises:
         InputRequiredError: so refused (the request is given up).
@@ -565,8 +553,22 @@ def refuse_unanswerable(
     for entry in event.input_requests.values():
         if not isinstance(entry, Mapping) or not can_answer(str(entry.get("method"))):
             raise InputRequiredError(event)
-    if capabilities is None:
-        return
+
+
+def refuse_undeclared(event: InputRequired, capabilities: Mapping[str, Any]) -> None:
+    """Refuse a task's ``inputRequests`` (``event``) before any callback runs when one asks
+    for more than the client's declared ``capabilities`` (the core's rule,
+    :func:`mcp_sansio.undeclared_input_request`; logged).
+
+    A task's questions (the tasks extension) come in a ``tasks/get`` result, which the core
+    does not read: they are held to the rule here. An MRTR round reaches a client only
+    once the core has applied it (and its bound on questions,
+    ``ConnectionConfig.max_input_requests``), failing the call with its local error
+    (:class:`RemoteProtocolError`), so it is not applied twice.
+
+    Raises:
+        InputRequiredError: so refused (the request is given up).
+    """
     why = undeclared_input_request(event.input_requests, capabilities)
     if why is not None:
         logger.warning("%s: the server's input request is refused: %s", event.method, for_log(why))
