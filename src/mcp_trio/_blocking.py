@@ -1082,7 +1082,12 @@ class BlockingClient(HandshakeFacts):
 
         "No request pending, so release" is one step under the lock: a :meth:`close`
         that came between a look and the release would return, its request wiped, the
-        client left open and its wake-up unread (every later wait would wake at once)."""
+        client left open and its wake-up unread (every later wait would wake at once).
+
+        A flag, not ``except BaseException``: Python may raise a Ctrl-C at its signal
+        check just after the lock is let go, once the connection is free and perhaps
+        taken by another thread: a handler would free it under that thread's feet. No
+        signal is checked between freeing it and setting the flag."""
         released = False
         try:
             while True:
