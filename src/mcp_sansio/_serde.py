@@ -479,20 +479,12 @@ _JSON_SCALARS = frozenset({str, int, float, bool, NoneType})
 
 def _unstructure_json(value: Any) -> Any:
     kind = type(value)
-    # An object or array of scalars only (most of a schema) is copied in one step. An object
-    # with other members is copied, then those members replaced by their own copies; an
-    # object of scalars among them (a schema's properties) without a call.
+    # An object or array of scalars only (most of a schema) is copied in one step; an
+    # object with other members by _unstructure_mixed.
     if kind is dict:
-        out = value.copy()
         if _JSON_SCALARS.issuperset(map(type, value.values())):
-            return out
-        for key, member in value.items():
-            member_kind = type(member)
-            if member_kind is dict and _JSON_SCALARS.issuperset(map(type, member.values())):
-                out[key] = member.copy()
-            elif member_kind not in _JSON_SCALARS:
-                out[key] = _unstructure_json(member)
-        return out
+            return value.copy()
+        return _unstructure_mixed(value)
     if kind is list:
         if _JSON_SCALARS.issuperset(map(type, value)):
             return value.copy()
@@ -500,6 +492,24 @@ def _unstructure_json(value: Any) -> Any:
     if kind in _JSON_SCALARS:
         return value
     return _converter.unstructure(value)
+
+
+def _unstructure_mixed(value: dict[Any, Any]) -> dict[Any, Any]:
+    """A copy of an object some of whose members are not scalars: copied, then those
+    members replaced by their own copies; an object of scalars among them (a schema's
+    properties) without a call, and an object of other members without checking its
+    members' types again."""
+    out = value.copy()
+    for key, member in value.items():
+        member_kind = type(member)
+        if member_kind is dict:
+            if _JSON_SCALARS.issuperset(map(type, member.values())):
+                out[key] = member.copy()
+            else:
+                out[key] = _unstructure_mixed(member)
+        elif member_kind not in _JSON_SCALARS:
+            out[key] = _unstructure_json(member)
+    return out
 
 
 def _unstructure_json_object(obj: Mapping[Any, Any]) -> dict[Any, Any]:
