@@ -377,7 +377,9 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
 
     Raises:
         LocalProtocolError: ``resultType`` is not ``"task"``, a required ``Task`` member is
-            missing, the status is not a known one, or it carries a payload that belongs on
+            missing, the status is not a known one, a ``statusMessage`` is not a string or
+            a ``pollIntervalMs`` not a non-negative number (what a client refuses to read:
+            :func:`parse_task_state`), or it carries a payload that belongs on
             ``tasks/get`` (``result``, ``error``, ``inputRequests``) or MRTR's
             ``requestState``.
     """
@@ -388,6 +390,14 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
         raise LocalProtocolError(f"a CreateTaskResult needs {', '.join(missing)}")
     if not isinstance(result["taskId"], str) or result["status"] not in TRANSITIONS:
         raise LocalProtocolError("a CreateTaskResult needs a string taskId and a known status")
+    message = result.get("statusMessage")
+    if (message is not None and not isinstance(message, str)) or isinstance(
+        _duration(result, "pollIntervalMs", nullable=False), ErrorData
+    ):
+        raise LocalProtocolError(
+            "a CreateTaskResult's statusMessage is a string and its pollIntervalMs a"
+            " non-negative number of milliseconds"
+        )
     extra = sorted({"result", "error", "inputRequests", "requestState"}.intersection(result))
     if extra:
         raise LocalProtocolError(f"a CreateTaskResult carries no {', '.join(extra)}")
@@ -403,7 +413,9 @@ def check_legacy_create_task_result(result: Mapping[str, Any]) -> None:
     Raises:
         LocalProtocolError: ``task`` is not an object with a string ``taskId``,
             ``createdAt`` and ``lastUpdatedAt``, a known ``status`` and a ``ttl`` (an
-            integer, or null for unlimited), the schema's required members.
+            integer, or null for unlimited), the schema's required members; or its
+            optional ``pollInterval`` is not an integer, or ``statusMessage`` not a string
+            (the schema's ``Task``).
     """
     task = result.get("task")
     if (
@@ -416,6 +428,13 @@ def check_legacy_create_task_result(result: Mapping[str, Any]) -> None:
         raise LocalProtocolError(
             "a CreateTaskResult's task needs a string taskId, createdAt and lastUpdatedAt,"
             " a known status and a ttl (an integer or null)"
+        )
+    if ("pollInterval" in task and type(task["pollInterval"]) is not int) or (
+        "statusMessage" in task and not isinstance(task["statusMessage"], str)
+    ):
+        raise LocalProtocolError(
+            "a CreateTaskResult's task has a pollInterval only as an integer, and a"
+            " statusMessage only as a string"
         )
 
 

@@ -411,7 +411,9 @@ def task_asked(task_augmented: bool = True) -> tuple[Connection, Any]:
     return pair.client, event.request_id
 
 
-@pytest.mark.parametrize("task", [TASK, {**TASK, "ttl": None, "pollInterval": 500}])
+@pytest.mark.parametrize(
+    "task", [TASK, {**TASK, "ttl": None, "pollInterval": 500, "statusMessage": "queued"}]
+)
 def test_a_task_augmented_elicitation_is_answered_with_a_create_task_result(
     task: dict[str, Any],
 ) -> None:
@@ -432,6 +434,12 @@ def test_a_task_augmented_elicitation_is_answered_with_a_create_task_result(
         {**TASK, "taskId": 1},
         {**TASK, "ttl": "60000"},
         {k: v for k, v in TASK.items() if k != "createdAt"},
+        # The schema's optional members: pollInterval an integer, statusMessage a string.
+        {**TASK, "pollInterval": "500"},
+        {**TASK, "pollInterval": 1.5},
+        {**TASK, "pollInterval": None},
+        {**TASK, "statusMessage": 5},
+        {**TASK, "statusMessage": None},
     ],
 )
 def test_a_malformed_create_task_result_is_refused(task: Any) -> None:

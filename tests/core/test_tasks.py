@@ -103,6 +103,7 @@ def test_a_new_task_is_working_and_its_wire_shape_is_flat() -> None:
     created = t.create_result()
     assert created["resultType"] == "task" and "task" not in created
     check_create_task_result(created)
+    check_create_task_result({**created, "statusMessage": "queued"})
 
 
 def test_timestamps_are_iso_8601_utc() -> None:
@@ -213,6 +214,12 @@ def test_a_result_kept_encoded_is_embedded_as_it_is() -> None:
         {**task().create_result(), "result": {}},
         {**task().create_result(), "requestState": "s"},
         {**task().create_result(), "inputRequests": {}},
+        # What a client refuses to read (parse_task_state) is not sent either.
+        {**task().create_result(), "statusMessage": 5},
+        {**task().create_result(), "pollIntervalMs": "500"},
+        {**task().create_result(), "pollIntervalMs": -1},
+        {**task().create_result(), "pollIntervalMs": None},
+        {**task().create_result(), "pollIntervalMs": True},
     ],
 )
 def test_malformed_create_task_results_are_refused(bad: dict[str, Any]) -> None:
