@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal, Unpack
 
 import pytest
 
-from mcp_sansio import Connection, ConnectionConfig, Event, HandshakeCompleted, _json
+from mcp_sansio import (
+    Connection,
+    ConnectionConfig,
+    ConnectionConfigOptions,
+    Event,
+    HandshakeCompleted,
+    _json,
+)
 from mcp_sansio._json import loads
 from tests.schema import validate_message
 
@@ -19,6 +27,17 @@ SERVER_CAPS: dict[str, Any] = {
     "completions": {},
 }
 CLIENT_CAPS: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
+#: What a ``ConnectionPair`` builds each side with when given no config (and what
+#: ``handshaken`` puts its options on).
+CLIENT_DEFAULTS: ConnectionConfigOptions = {
+    "implementation": {"name": "test-client", "version": "1"},
+    "capabilities": CLIENT_CAPS,
+}
+SERVER_DEFAULTS: ConnectionConfigOptions = {
+    "implementation": {"name": "test-server", "version": "1"},
+    "capabilities": SERVER_CAPS,
+    "instructions": "be nice",
+}
 
 
 class ConnectionPair:
@@ -29,23 +48,8 @@ class ConnectionPair:
         client_config: ConnectionConfig | None = None,
         server_config: ConnectionConfig | None = None,
     ) -> None:
-        self.client = Connection(
-            "client",
-            client_config
-            or ConnectionConfig(
-                implementation={"name": "test-client", "version": "1"},
-                capabilities=CLIENT_CAPS,
-            ),
-        )
-        self.server = Connection(
-            "server",
-            server_config
-            or ConnectionConfig(
-                implementation={"name": "test-server", "version": "1"},
-                capabilities=SERVER_CAPS,
-                instructions="be nice",
-            ),
-        )
+        self.client = Connection("client", client_config or ConnectionConfig(**CLIENT_DEFAULTS))
+        self.server = Connection("server", server_config or ConnectionConfig(**SERVER_DEFAULTS))
         #: every message that went across, as decoded JSON, in order: (sender, message)
         self.wire: list[tuple[str, Any]] = []
         self.moved = 0
@@ -80,6 +84,29 @@ class ConnectionPair:
         c, s = self.exchange()
         assert any(isinstance(e, HandshakeCompleted) for e in c), c
         return c, s
+
+
+def handshaken(
+    era: Literal["auto", "legacy", "modern"],
+    /,
+    *,
+    server: ConnectionConfig | Mapping[str, Any] | None = None,
+    **client: Unpack[ConnectionConfigOptions],
+) -> ConnectionPair:
+    """A pair whose client of ``era`` has finished its handshake (``initialize`` and
+    ``notifications/initialized``, or ``server/discover``), nothing left on the wire.
+
+    Each side is built from its ``*_DEFAULTS`` with ``client`` (the keyword arguments)
+    or ``server`` on top; ``server`` may also be a whole config (one built with
+    validators off, say). For a test whose point is the handshake, drive it by hand.
+    """
+    if not isinstance(server, ConnectionConfig):
+        served: dict[str, Any] = {**SERVER_DEFAULTS, **(server or {})}
+        server = ConnectionConfig(**served)
+    options: ConnectionConfigOptions = {**CLIENT_DEFAULTS, "era": era, **client}
+    pair = ConnectionPair(ConnectionConfig(**options), server)
+    pair.handshake()
+    return pair
 
 
 def validate_wire(pair: ConnectionPair, version: str) -> int:

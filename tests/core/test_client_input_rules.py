@@ -31,7 +31,7 @@ from mcp_sansio import (
 )
 from mcp_sansio._json import dumps, loads
 
-from .helpers import SERVER_CAPS, ConnectionPair
+from .helpers import ConnectionPair, handshaken
 
 SAMPLE = {"messages": [], "maxTokens": 5}
 FORM = {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {}}}
@@ -50,15 +50,7 @@ ROOTS = {"method": "roots/list"}
 def client(capabilities: dict[str, Any], **config: Any) -> tuple[ConnectionPair, Connection]:
     """A client's core that declared ``capabilities``, after the handshake: modern
     unless ``config`` says another ``era``."""
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"},
-            capabilities=capabilities,
-            **{"era": "modern", **config},
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken(config.pop("era", "modern"), capabilities=capabilities, **config)
     return pair, pair.client
 
 

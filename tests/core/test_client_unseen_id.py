@@ -12,12 +12,13 @@ import pytest
 from mcp_sansio import (
     Connection,
     ConnectionConfig,
+    ConnectionConfigOptions,
     ErrorCode,
     InvalidMessageReceived,
 )
 from mcp_sansio._json import dumps, loads
 
-from .helpers import ConnectionPair
+from .helpers import ConnectionPair, handshaken
 
 JUNK = [b"starting up...", b"{not json", b'{"jsonrpc":"2.0","id":', b"\xff"]
 
@@ -49,10 +50,7 @@ def test_junk_before_the_era_is_settled_is_not_answered(
 
 @pytest.mark.parametrize("junk", JUNK)
 def test_junk_in_a_legacy_session_is_not_answered(junk: bytes) -> None:
-    pair = ConnectionPair(
-        client_config=ConnectionConfig(implementation={"name": "c", "version": "1"}, era="legacy")
-    )
-    pair.handshake()
+    pair = handshaken("legacy")
     assert_reported_only(pair.client, junk)
     # The server's side of the same rule is unchanged: JSON-RPC answers it, id null.
     pair.server.receive_bytes(junk + b"\n", now=0.0)
@@ -62,10 +60,7 @@ def test_junk_in_a_legacy_session_is_not_answered(junk: bytes) -> None:
 
 
 def test_a_request_with_its_id_in_sight_is_still_answered_under_it() -> None:
-    pair = ConnectionPair(
-        client_config=ConnectionConfig(implementation={"name": "c", "version": "1"}, era="legacy")
-    )
-    pair.handshake()
+    pair = handshaken("legacy")
     pair.client.receive_bytes(
         b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"a":1e400}}\n', now=0.0
     )
@@ -93,17 +88,8 @@ NO_USABLE_ID: list[tuple[str, object]] = [
 
 
 def session(version: str) -> ConnectionPair:
-    def config(name: str) -> ConnectionConfig:
-        return ConnectionConfig(
-            implementation={"name": name, "version": "1"},
-            supported_versions=(version,),
-            era="legacy",
-            max_batch_size=2,
-        )
-
-    pair = ConnectionPair(client_config=config("c"), server_config=config("s"))
-    pair.handshake()
-    return pair
+    both: ConnectionConfigOptions = {"supported_versions": (version,), "max_batch_size": 2}
+    return handshaken("legacy", **both, server={**both, "era": "legacy"})
 
 
 @pytest.mark.parametrize(("version", "message"), NO_USABLE_ID)

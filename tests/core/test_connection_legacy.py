@@ -31,7 +31,7 @@ from mcp_sansio import (
 from mcp_sansio._json import dumps, loads
 from tests.schema import validate_message
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, handshaken, validate_wire
 
 T = TypeVar("T")
 
@@ -288,9 +288,7 @@ def test_a_client_refuses_elicitation_in_a_mode_it_did_not_declare(
 ) -> None:
     # elicitation.mdx: a request in a mode not declared in the client's capabilities
     # MUST get -32602 (an empty object declares form mode, for compatibility).
-    client = ConnectionConfig(capabilities={"elicitation": declared}, era="legacy")
-    pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
-    pair.handshake()
+    pair = handshaken("legacy", capabilities={"elicitation": declared})
     form = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}
     url = {"mode": "url", "message": "Sign in", "url": "https://x.example/a", "elicitationId": "e"}
     for _ in range(2):  # the second time too (nothing cached for a fast path)
@@ -353,9 +351,7 @@ def test_server_answers_method_not_found_for_undeclared_capability() -> None:
 
 
 def test_server_cannot_sample_without_client_capability() -> None:
-    client = ConnectionConfig(capabilities={}, era="legacy")
-    pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
-    pair.handshake()
+    pair = handshaken("legacy", capabilities={})
     with pytest.raises(LocalProtocolError, match="sampling"):
         pair.server.send_request(
             "sampling/createMessage", {"messages": [], "maxTokens": 1}, now=0.0
@@ -363,9 +359,7 @@ def test_server_cannot_sample_without_client_capability() -> None:
 
 
 def test_client_refuses_request_for_its_undeclared_capability() -> None:
-    client = ConnectionConfig(capabilities={}, era="legacy")
-    pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
-    pair.handshake()
+    pair = handshaken("legacy", capabilities={})
     _, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
     assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
 
@@ -641,19 +635,6 @@ def _deliver_oversize(
     return [e for b in raw + terminator for e in conn.receive_bytes(bytes([b]), now=0.0)]
 
 
-def _client_limited_pair(max_message_size: int) -> ConnectionPair:
-    """A ready legacy pair whose client takes messages up to ``max_message_size``."""
-    client_config = ConnectionConfig(
-        implementation={"name": "c", "version": "1"},
-        capabilities=CLIENT_CAPS,
-        era="legacy",
-        max_message_size=max_message_size,
-    )
-    pair = ConnectionPair(client_config)
-    pair.handshake()
-    return pair
-
-
 def test_oversize_message_is_refused() -> None:
     server = Connection("server", ConnectionConfig(max_message_size=100))
     events = server.receive_message(
@@ -766,7 +747,7 @@ def test_nothing_is_said_about_an_oversize_message_after_the_end() -> None:
 
 
 def test_a_late_oversize_answer_is_ignored_like_any_late_answer() -> None:
-    pair = _client_limited_pair(1000)
+    pair = handshaken("legacy", max_message_size=1000)
     rid = pair.client.send_request("tools/call", {"name": "slow"}, timeout=1.0, now=0.0)
     pair.deliver(pair.client)
     pair.client.handle_timer(5.0)  # it timed out: a courtesy cancel goes out
@@ -792,7 +773,7 @@ def test_an_oversize_probe_answer_is_no_reason_to_fall_back() -> None:
 
 @pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
 def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None:
-    pair = _client_limited_pair(2000)
+    pair = handshaken("legacy", max_message_size=2000)
     rid = pair.client.send_request("tools/call", {"name": "big"}, now=0.0)
     other = pair.client.send_request("tools/call", {"name": "small"}, now=0.0)
     first = pair.deliver(pair.client)[0]
@@ -813,7 +794,7 @@ def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None
 def test_an_oversize_error_answer_ends_its_request(deliver: str) -> None:
     # An error answer (a huge error.data) is an answer too: it ends the request it
     # answers, and is not answered as if it were a request.
-    pair = _client_limited_pair(1000)
+    pair = handshaken("legacy", max_message_size=1000)
     rid = pair.client.send_request("tools/call", {"name": "x"}, now=0.0)
     pair.client.data_to_send()
     error = {"code": -32000, "message": "boom", "data": "x" * 5000}
@@ -834,7 +815,7 @@ def test_an_oversize_answer_with_its_id_out_of_sight_is_not_answered(
     # The id sits in the middle, between two large members: neither the head nor the
     # tail shows it. A response is never answered (an {"id": null} error would be one):
     # it is only reported, and the request waits for its timeout.
-    pair = _client_limited_pair(1000)
+    pair = handshaken("legacy", max_message_size=1000)
     rid = pair.client.send_request("tools/call", {"name": "x"}, now=0.0)
     pair.client.data_to_send()
     big = "x" * 3000
@@ -1192,11 +1173,7 @@ def test_timeout_cancels_and_reports() -> None:
 
 
 def test_progress_resets_timeout_up_to_the_maximum_total() -> None:
-    client_cfg = ConnectionConfig(
-        era="legacy", request_timeout=5.0, max_request_time=12.0, capabilities=CLIENT_CAPS
-    )
-    pair = ConnectionPair(client_cfg, ConnectionConfig(capabilities=SERVER_CAPS))
-    pair.handshake()
+    pair = handshaken("legacy", request_timeout=5.0, max_request_time=12.0)
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert pair.client.next_deadline() == 5.0
@@ -1313,14 +1290,9 @@ def test_re_arming_to_the_same_deadline_adds_no_timer(how: str) -> None:
     # Progress under max_request_time's cap, or several in one read (one `now`), re-arm
     # a request to the deadline it has: no new heap entry (they used to pile up, each
     # one looking live, and every later arm scanned them all).
-    client_cfg = ConnectionConfig(
-        era="legacy",
-        request_timeout=5.0,
-        max_request_time=10.0 if how == "capped" else None,
-        capabilities=CLIENT_CAPS,
+    pair = handshaken(
+        "legacy", request_timeout=5.0, max_request_time=10.0 if how == "capped" else None
     )
-    pair = ConnectionPair(client_cfg, ConnectionConfig(capabilities=SERVER_CAPS))
-    pair.handshake()
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
     req = only(pair.deliver(pair.client), RequestReceived)
     for i in range(1, 5_001):

@@ -34,7 +34,7 @@ from mcp_sansio._json import dumps, loads
 from mcp_sansio._modern import LOG_LEVELS
 from tests.schema import validate_message
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, handshaken, validate_wire
 
 T = TypeVar("T")
 V = "2026-07-28"
@@ -50,19 +50,8 @@ def only(events: list[Any], cls: type[T]) -> T:
 
 
 def modern_pair(**server_kw: Any) -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="modern"
-        ),
-        ConnectionConfig(
-            implementation={"name": "s", "version": "1"},
-            capabilities=server_kw.pop("capabilities", SERVER_CAPS),
-            instructions="hi",
-            **server_kw,
-        ),
-    )
-    pair.handshake()
-    return pair
+    server = {"implementation": {"name": "s", "version": "1"}, "instructions": "hi", **server_kw}
+    return handshaken("modern", implementation={"name": "c", "version": "1"}, server=server)
 
 
 def modern_request(rid: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> Any:
@@ -607,11 +596,7 @@ def test_input_required_needs_the_client_capability() -> None:
 
 
 def test_input_rounds_are_bounded() -> None:
-    pair = ConnectionPair(
-        ConnectionConfig(era="modern", max_input_rounds=2, capabilities=CLIENT_CAPS),
-        ConnectionConfig(capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken("modern", max_input_rounds=2)
     pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     for _ in range(2):
         req = only(pair.deliver(pair.client), RequestReceived)
@@ -653,11 +638,7 @@ def test_a_round_past_the_awaiting_input_bound_ends_its_call() -> None:
     # own call with a local error, as a round that asks too much ends, while the calls
     # already awaiting input keep their rounds. The oldest used to be dropped with no
     # event: its driver never learnt that it ended, and its retry was refused.
-    pair = ConnectionPair(
-        ConnectionConfig(era="modern", max_pending_requests=2, capabilities=CLIENT_CAPS),
-        ConnectionConfig(capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken("modern", max_pending_requests=2)
     ids: list[Any] = []
     events: list[Any] = []
     for name in "abc":  # (one at a time: each round frees its place in flight)
@@ -731,14 +712,7 @@ def test_tampered_request_state_is_always_refused(position: int, char: str) -> N
 def test_a_listen_stream_is_not_timed_out_by_the_configured_timeouts() -> None:
     # An open subscription may stay quiet for ever; request_timeout and max_request_time
     # used to cancel it after their time (an explicit per-request timeout still applies).
-    client = Connection(
-        "client",
-        ConnectionConfig(
-            era="modern", capabilities=CLIENT_CAPS, request_timeout=30, max_request_time=60
-        ),
-    )
-    pair = ConnectionPair(client.config, ConnectionConfig(capabilities=SERVER_CAPS))
-    pair.handshake()
+    pair = handshaken("modern", request_timeout=30, max_request_time=60)
     listen = {"notifications": {"toolsListChanged": True}}
     sid = pair.client.send_request("subscriptions/listen", listen, now=0.0)
     pair.deliver(pair.client)

@@ -8,35 +8,25 @@ its progress token). Whatever the peer sends naming it is dropped.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from mcp_sansio import (
-    ConnectionConfig,
     LocalProtocolError,
     ProgressReceived,
     ResponseIgnored,
 )
 from mcp_sansio._json import dumps
 
-from .helpers import CLIENT_CAPS, ConnectionPair
-
-
-def _pair(era: str) -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"},
-            capabilities=CLIENT_CAPS,
-            era=era,  # type: ignore[arg-type]
-            max_pending_requests=1,
-        )
-    )
-    pair.handshake()
-    return pair
+from .helpers import handshaken
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_a_forgotten_unsent_request_leaves_nothing_behind(era: str) -> None:
-    pair = _pair(era)
+def test_a_forgotten_unsent_request_leaves_nothing_behind(
+    era: Literal["legacy", "modern"],
+) -> None:
+    pair = handshaken(era, max_pending_requests=1)
     client = pair.client
     rid = client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True, timeout=5)
     assert client.next_deadline() == 5

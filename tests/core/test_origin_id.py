@@ -11,12 +11,9 @@ stays known to the driver by the id it first had: no I/O.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from mcp_sansio import (
-    ConnectionConfig,
     ErrorReceived,
     InputRequired,
     LocalProtocolError,
@@ -27,7 +24,7 @@ from mcp_sansio import (
     ResultReceived,
 )
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import ConnectionPair, handshaken
 
 ASK = {
     "q": {
@@ -39,20 +36,6 @@ ASK = {
     }
 }
 YES = {"q": {"action": "accept", "content": {"ok": True}}}
-
-
-def modern_pair(**client: Any) -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"},
-            capabilities=CLIENT_CAPS,
-            era="modern",
-            **client,
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
-    return pair
 
 
 def received(pair: ConnectionPair) -> RequestReceived:
@@ -69,7 +52,7 @@ def asked(pair: ConnectionPair, request: RequestReceived) -> InputRequired:
 
 
 def test_a_plain_call_has_no_origin() -> None:
-    pair = modern_pair()
+    pair = handshaken("modern")
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
     request = received(pair)
     pair.server.send_progress(request.request_id, 1)
@@ -81,7 +64,7 @@ def test_a_plain_call_has_no_origin() -> None:
 
 
 def test_every_round_names_the_first_id() -> None:
-    pair = modern_pair()
+    pair = handshaken("modern")
     first = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
     round1 = asked(pair, received(pair))
     assert round1.request_id == first and round1.origin_id is None
@@ -100,7 +83,7 @@ def test_every_round_names_the_first_id() -> None:
 
 
 def test_an_error_after_a_retry_names_the_first_id() -> None:
-    pair = modern_pair()
+    pair = handshaken("modern")
     first = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     asked(pair, received(pair))
     second = pair.client.retry_with_input(first, YES, now=0.0)
@@ -111,7 +94,7 @@ def test_an_error_after_a_retry_names_the_first_id() -> None:
 
 
 def test_a_timeout_after_a_retry_names_the_first_id() -> None:
-    pair = modern_pair(request_timeout=5.0)
+    pair = handshaken("modern", request_timeout=5.0)
     first = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     asked(pair, received(pair))
     second = pair.client.retry_with_input(first, YES, now=1.0)
@@ -121,7 +104,7 @@ def test_a_timeout_after_a_retry_names_the_first_id() -> None:
 
 
 def test_a_reissue_names_the_first_id_through_a_retry() -> None:
-    pair = modern_pair(max_reissues=2)
+    pair = handshaken("modern", max_reissues=2)
     first = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     asked(pair, received(pair))
     second = pair.client.retry_with_input(first, YES, now=0.0)
@@ -137,7 +120,7 @@ def test_a_reissue_names_the_first_id_through_a_retry() -> None:
 
 
 def test_a_reissue_of_a_plain_call_names_its_id() -> None:
-    pair = modern_pair()
+    pair = handshaken("modern")
     first = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     pair.client.data_to_send()
     second = pair.client.reissue_request(first, now=0.0)
@@ -150,7 +133,7 @@ def test_a_reissue_of_a_plain_call_names_its_id() -> None:
 
 @pytest.mark.parametrize("give_up", ["cancel_request", "forget_request", "abandon_request"])
 def test_a_call_awaiting_input_is_given_up_by_any_of_the_three(give_up: str) -> None:
-    pair = modern_pair()
+    pair = handshaken("modern")
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     asked(pair, received(pair))
     getattr(pair.client, give_up)(rid)
@@ -163,7 +146,7 @@ def test_a_call_awaiting_input_is_given_up_by_any_of_the_three(give_up: str) -> 
 
 
 def test_cancelling_a_call_in_flight_still_tells_the_server() -> None:
-    pair = modern_pair()
+    pair = handshaken("modern")
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     received(pair)
     pair.client.cancel_request(rid, "user")

@@ -13,7 +13,6 @@ import pytest
 
 from mcp_sansio import (
     Connection,
-    ConnectionConfig,
     InputRequired,
     LocalProtocolError,
     ProgressReceived,
@@ -25,7 +24,7 @@ from mcp_sansio import (
 )
 from mcp_sansio._json import dumps, loads
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import handshaken
 
 ELICIT = {
     "confirm": {
@@ -37,20 +36,6 @@ ELICIT = {
         },
     }
 }
-
-
-def _pair(era: str = "modern", **client_kw: Any) -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"},
-            capabilities=CLIENT_CAPS,
-            era=era,  # type: ignore[arg-type]
-            **client_kw,
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
-    return pair
 
 
 def _sent(client: Connection) -> list[dict[str, Any]]:
@@ -73,7 +58,7 @@ def _progress(client: Connection, token: Any, now: float = 0.0) -> list[Any]:
 
 
 def test_a_reissue_is_a_new_request_with_the_same_method_and_params() -> None:
-    client = _pair().client
+    client = handshaken("modern").client
     rid = client.send_request("tools/call", {"name": "t", "arguments": {"a": 1}}, now=0.0)
     (first,) = _sent(client)
     new = client.reissue_request(rid, now=1.0)
@@ -90,7 +75,7 @@ def test_a_reissue_is_a_new_request_with_the_same_method_and_params() -> None:
 
 
 def test_the_deadline_stands_across_a_reissue() -> None:
-    client = _pair(max_request_time=30.0).client
+    client = handshaken("modern", max_request_time=30.0).client
     rid = client.send_request("tools/call", {"name": "t"}, now=0.0, timeout=10.0)
     client.data_to_send()
     new = client.reissue_request(rid, now=8.0)
@@ -103,7 +88,7 @@ def test_the_deadline_stands_across_a_reissue() -> None:
 
 
 def test_progress_moves_to_the_new_token_and_rearms_as_before() -> None:
-    client = _pair().client
+    client = handshaken("modern").client
     rid = client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True, timeout=10.0)
     (first,) = _sent(client)
     assert first["params"]["_meta"]["progressToken"] == rid
@@ -119,7 +104,7 @@ def test_progress_moves_to_the_new_token_and_rearms_as_before() -> None:
 
 
 def test_an_input_round_retry_is_reissued_with_its_input_responses() -> None:
-    pair = _pair()
+    pair = handshaken("modern")
     client, server = pair.client, pair.server
     client.send_request("tools/call", {"name": "t"}, now=0.0)
     (req,) = [e for e in pair.deliver(client) if isinstance(e, RequestReceived)]
@@ -139,7 +124,7 @@ def test_an_input_round_retry_is_reissued_with_its_input_responses() -> None:
 
 
 def test_reissues_are_bounded_by_max_reissues() -> None:
-    client = _pair(max_reissues=2).client
+    client = handshaken("modern", max_reissues=2).client
     rid = client.send_request("tools/call", {"name": "t"}, now=0.0)
     for n in range(2):
         assert client.reissue_count(rid) == n
@@ -153,7 +138,9 @@ def test_reissues_are_bounded_by_max_reissues() -> None:
 
 @pytest.mark.parametrize("case", ["unknown", "finished", "legacy", "off", "deadline", "closed"])
 def test_refusals_change_nothing(case: str) -> None:
-    pair = _pair("legacy" if case == "legacy" else "modern", max_reissues=0 if case == "off" else 1)
+    pair = handshaken(
+        "legacy" if case == "legacy" else "modern", max_reissues=0 if case == "off" else 1
+    )
     client = pair.client
     rid = client.send_request("tools/call", {"name": "t"}, now=0.0, timeout=5.0)
     client.data_to_send()
@@ -171,7 +158,7 @@ def test_refusals_change_nothing(case: str) -> None:
 
 
 def test_a_listen_moves_to_the_new_id() -> None:
-    pair = _pair()
+    pair = handshaken("modern")
     client, server = pair.client, pair.server
     flt = {"notifications": {"toolsListChanged": True}}
     rid = client.send_request("subscriptions/listen", flt, now=0.0)

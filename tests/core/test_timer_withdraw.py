@@ -10,29 +10,21 @@ the binding is not asked.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from mcp_sansio import ConnectionConfig, RequestId, RequestTimedOut
 from mcp_sansio._json import loads
 
-from .helpers import CLIENT_CAPS, ConnectionPair
-
-
-def _pair(era: str = "legacy") -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"},
-            capabilities=CLIENT_CAPS,
-            era=era,  # type: ignore[arg-type]
-        )
-    )
-    pair.handshake()
-    return pair
+from .helpers import CLIENT_CAPS, ConnectionPair, handshaken
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_a_withdrawn_request_times_out_with_no_cancellation(era: str) -> None:
-    client = _pair(era).client
+def test_a_withdrawn_request_times_out_with_no_cancellation(
+    era: Literal["legacy", "modern"],
+) -> None:
+    client = handshaken(era).client
     one = client.send_request("tools/call", {"name": "a"}, now=0.0, timeout=1)
     two = client.send_request("tools/call", {"name": "b"}, now=0.0, timeout=1)
     three = client.send_request("tools/list", now=0.0, timeout=5)
@@ -77,7 +69,7 @@ def test_initialize_and_held_requests_are_not_asked() -> None:
     events = pair.client.handle_timer(2.0, withdraw=withdraw)
     assert [e.method for e in events if isinstance(e, RequestTimedOut)] == ["initialize"]
     # Held for a new session (never sent on it): nothing to cancel.
-    client = _pair().client
+    client = handshaken("legacy").client
     client.restart_session(now=0.0)
     client.send_request("tools/list", now=0.0, timeout=1)
     client.data_to_send()
@@ -87,7 +79,7 @@ def test_initialize_and_held_requests_are_not_asked() -> None:
 
 
 def test_without_withdraw_every_expired_request_is_cancelled() -> None:
-    client = _pair().client
+    client = handshaken("legacy").client
     rid = client.send_request("tools/list", now=0.0, timeout=1)
     client.data_to_send()
     assert client.handle_timer(1.0) == [RequestTimedOut(request_id=rid, method="tools/list")]
