@@ -17,10 +17,10 @@ from typing import Literal
 import pytest
 
 import mcp_sansio
-from mcp_sansio import Connection, ConnectionConfig, RequestReceived, ResultReceived
+from mcp_sansio import Connection, RequestReceived, ResultReceived
 from mcp_sansio._conn_base import _ConnectionBase
 
-from .helpers import CLIENT_CAPS, ConnectionPair
+from .helpers import handshaken
 
 _SOURCES = ["_conn_base", "_conn_handshake", "_conn_receive", "_conn_answer", "_connection"]
 
@@ -38,12 +38,7 @@ def test_every_attribute_the_connection_sets_is_a_slot() -> None:
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_no_attribute_lands_in_the_instance_dict(era: Literal["legacy", "modern"]) -> None:
     assert vars(Connection("client")) == {} and vars(Connection("server")) == {}
-    pair = ConnectionPair(
-        ConnectionConfig(
-            era=era, implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS
-        )
-    )
-    pair.handshake()
+    pair = handshaken(era)
     rid = pair.client.send_request("tools/list", None, now=0.0)
     (request,) = pair.deliver(pair.client)
     assert isinstance(request, RequestReceived)

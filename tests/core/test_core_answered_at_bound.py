@@ -18,7 +18,7 @@ from mcp_sansio import (
 )
 from mcp_sansio._json import dumps, loads
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import SERVER_CAPS, handshaken
 
 V = "2026-07-28"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -98,16 +98,12 @@ def test_legacy_server_ping_in_a_batch_at_the_bound() -> None:
 
 @pytest.mark.parametrize("version", LEGACY_VERSIONS)
 def test_legacy_client_answers_ping_at_the_bound(version: str) -> None:
-    pair = ConnectionPair(
-        ConnectionConfig(
-            capabilities=CLIENT_CAPS,
-            era="legacy",
-            supported_versions=(version,),
-            max_inflight_requests=1,
-        ),
-        ConnectionConfig(capabilities=SERVER_CAPS, supported_versions=(version,)),
+    pair = handshaken(
+        "legacy",
+        supported_versions=(version,),
+        max_inflight_requests=1,
+        server={"supported_versions": (version,)},
     )
-    pair.handshake()
     client = pair.client
     events, out = feed(client, req("s1", "roots/list"))  # held by the application
     assert [type(e) for e in events] == [RequestReceived] and out == []

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_sansio import Connection, ConnectionConfig, Event, InvalidMessageReceived
+from mcp_sansio import Connection, Event, InvalidMessageReceived
 from mcp_sansio._json import dumps, loads
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import handshaken
 from .test_fastpath import (
     _with_pending,
     legacy_pair,
@@ -116,16 +116,7 @@ def test_each_kind_of_message_alike(make: Pair) -> None:
 
 def batch_pair(version: str) -> tuple[Connection, Connection]:
     """A ready legacy client and server of ``version``."""
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"},
-            capabilities=CLIENT_CAPS,
-            supported_versions=(version,),
-            era="legacy",
-        ),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken("legacy", supported_versions=(version,))
     return pair.client, pair.server
 
 
@@ -186,14 +177,7 @@ def test_the_size_bound_applies_to_the_bytes(decoded: Any) -> None:
     data = dumps({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": "x" * 300}})
 
     def make() -> tuple[Connection, Connection]:
-        pair = ConnectionPair(
-            server_config=ConnectionConfig(
-                implementation={"name": "s", "version": "1"},
-                capabilities=SERVER_CAPS,
-                max_message_size=256,
-            )
-        )
-        pair.handshake()
+        pair = handshaken("auto", server={"max_message_size": 256})
         return pair.client, pair.server
 
     plain, parsed = twins(make, 1)

@@ -22,7 +22,7 @@ from mcp_sansio._revision_fields import (
 )
 from tests.schema import _defs, validate_message
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, handshaken
 
 # ``ResourceContents`` in the table stands for both kinds of contents.
 _CONTENTS = ("TextResourceContents", "BlobResourceContents")
@@ -251,18 +251,9 @@ OLD_TEXT = {"type": "text", "text": "t", "annotations": {"priority": 1}}
 
 
 def legacy_pair(version: str, client_caps: dict[str, Any] = CLIENT_CAPS) -> ConnectionPair:
-    client = ConnectionConfig(
-        implementation=INFO,
-        capabilities=client_caps,
-        supported_versions=(version,),
-        era="legacy",
+    return handshaken(
+        "legacy", implementation=INFO, capabilities=client_caps, supported_versions=(version,)
     )
-    server = ConnectionConfig(
-        implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS
-    )
-    pair = ConnectionPair(client, server)
-    pair.handshake()
-    return pair
 
 
 @pytest.mark.parametrize("version", LEGACY_VERSIONS)

@@ -40,7 +40,7 @@ from mcp_sansio._versions import FOREIGN_METHODS, REVISIONS, declares_extension,
 from mcp_sansio.http import AwaitResponse, HttpResponse, ResponseReady, ServerEvent
 from tests.schema import SPEC, validate_message
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, handshaken, validate_wire
 from .test_http_server import in_session, initialize, make_server, note, req, rpc
 
 T = TypeVar("T")
@@ -90,12 +90,7 @@ def ready_pair(version: str) -> ConnectionPair:
 
 
 def modern_pair() -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(capabilities=CLIENT_CAPS, era="modern"),
-        ConnectionConfig(capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
-    return pair
+    return handshaken("modern")
 
 
 def untouched(conn: Connection, call: Any, match: str) -> None:
@@ -616,12 +611,7 @@ def _skills_pair(era: str, declared: Any) -> ConnectionPair:
     extensions = {} if declared == "absent" else {"extensions": {SKILLS: declared}}
     with attrs.validators.disabled():  # (a peer's: our ConnectionConfig refuses a non-object)
         server = ConnectionConfig(capabilities={**SERVER_CAPS, **extensions})
-    pair = ConnectionPair(
-        ConnectionConfig(capabilities=CLIENT_CAPS, era=era),  # type: ignore[arg-type]
-        server,
-    )
-    pair.handshake()
-    return pair
+    return handshaken(era, server=server)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
@@ -714,11 +704,7 @@ def test_a_client_sends_no_gated_method_to_a_server_that_declares_nothing(
     """A modern server whose ``server/discover`` result declares ``capabilities: {}`` has
     declared nothing: the gates hold as in a legacy session (they used to be skipped
     when the modern capabilities were empty)."""
-    pair = ConnectionPair(
-        ConnectionConfig(capabilities=CLIENT_CAPS, era=era),  # type: ignore[arg-type]
-        ConnectionConfig(capabilities={}),
-    )
-    pair.handshake()
+    pair = handshaken(era, server={"capabilities": {}})  # type: ignore[arg-type]
     assert pair.client.peer_capabilities == {}
     untouched(
         pair.client,

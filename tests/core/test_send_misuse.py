@@ -19,24 +19,19 @@ from typing import Any, Literal
 import pytest
 
 from mcp_sansio import (
-    ConnectionConfig,
     LocalProtocolError,
     RequestReceived,
     ResultReceived,
 )
 
-from .helpers import SERVER_CAPS, ConnectionPair
+from .helpers import ConnectionPair, handshaken
 
 ERAS: list[Literal["legacy", "modern"]] = ["legacy", "modern"]
 
 
 def served(era: Literal["legacy", "modern"]) -> tuple[ConnectionPair, RequestReceived]:
     """A pair of the era whose server holds a tools/call that asked for progress."""
-    pair = ConnectionPair(
-        ConnectionConfig(implementation={"name": "c", "version": "1"}, era=era),
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken(era)
     pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
     (request,) = pair.deliver(pair.client)
     assert isinstance(request, RequestReceived) and request.progress_token is not None

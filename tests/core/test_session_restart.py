@@ -29,7 +29,7 @@ from mcp_sansio import (
 )
 from mcp_sansio._json import dumps, loads
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, handshaken
 
 T = TypeVar("T")
 
@@ -166,9 +166,7 @@ def test_requests_held_for_the_new_session_are_checked_against_the_old_one() -> 
 
 
 def modern_client() -> Connection:
-    pair = ConnectionPair()
-    pair.handshake()
-    return pair.client
+    return handshaken("auto").client
 
 
 def restarting_client() -> Connection:

@@ -35,7 +35,7 @@ from mcp_sansio._tasks import (
     without_tasks_extension,
 )
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import CLIENT_CAPS, SERVER_CAPS, handshaken
 from .test_connection_modern import feed, modern_pair, modern_request, only
 
 EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
@@ -272,11 +272,7 @@ def test_a_task_result_goes_out_only_where_the_extension_was_declared() -> None:
 
 
 def test_a_declaring_client_receives_the_task_and_others_refuse_it() -> None:
-    pair = ConnectionPair(
-        ConnectionConfig(capabilities={**CLIENT_CAPS, **EXT}, era="modern"),
-        ConnectionConfig(capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken("modern", capabilities={**CLIENT_CAPS, **EXT})
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.client_capabilities is not None and declares_tasks(req.client_capabilities)
@@ -304,17 +300,9 @@ def test_a_client_that_did_not_declare_the_extension_refuses_a_task() -> None:
 
 def test_a_legacy_session_is_not_offered_the_extension() -> None:
     caps = {**SERVER_CAPS, **EXT}
-    pair = ConnectionPair(
-        ConnectionConfig(capabilities=CLIENT_CAPS, era="legacy"),
-        ConnectionConfig(capabilities=caps),
-    )
-    pair.handshake()
+    pair = handshaken("legacy", server={"capabilities": caps})
     assert pair.client.peer_capabilities == SERVER_CAPS
-    modern = ConnectionPair(
-        ConnectionConfig(capabilities=CLIENT_CAPS, era="modern"),
-        ConnectionConfig(capabilities=caps),
-    )
-    modern.handshake()
+    modern = handshaken("modern", server={"capabilities": caps})
     assert modern.client.peer_capabilities["extensions"] == {TASKS_EXTENSION: {}}
 
 

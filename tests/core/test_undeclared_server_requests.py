@@ -20,12 +20,11 @@ import pytest
 
 from mcp_sansio import (
     LEGACY_VERSIONS,
-    ConnectionConfig,
     LocalProtocolError,
     RequestReceived,
 )
 
-from .helpers import SERVER_CAPS, ConnectionPair
+from .helpers import ConnectionPair, handshaken
 
 MODES_FROM = "2025-11-25"  # elicitation modes, and tool use in sampling
 ELICITING = ("2025-06-18", "2025-11-25")
@@ -45,11 +44,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
 
 
 def ready(version: str, client_caps: dict[str, Any]) -> ConnectionPair:
-    pair = ConnectionPair(
-        ConnectionConfig(capabilities=client_caps, supported_versions=(version,), era="legacy"),
-        ConnectionConfig(capabilities=SERVER_CAPS),
-    )
-    pair.handshake()
+    pair = handshaken("legacy", capabilities=client_caps, supported_versions=(version,))
     assert pair.server.protocol_version == version
     return pair
 
