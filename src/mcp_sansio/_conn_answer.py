@@ -13,7 +13,15 @@ from math import isfinite
 from typing import Any, Final
 
 from . import _modern, _tasks
-from ._conn_base import _CACHEABLE_METHODS, _COMPLETE, _LEGACY, _LOG_RANK, _MODERN, _ConnectionBase
+from ._conn_base import (
+    _CACHEABLE_METHODS,
+    _COMPLETE,
+    _LEGACY,
+    _LOG_RANK,
+    _MODERN,
+    _bad_error_parts,
+    _ConnectionBase,
+)
 from ._conn_records import _ids_of
 from ._errors import LocalProtocolError
 from ._events import RequestReceived
@@ -195,9 +203,7 @@ class _Answering(_ConnectionBase):
                 can still be answered (e.g. with an error without that ``data``).
         """
         if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
-            raise LocalProtocolError(
-                f"an error's code is an int and its message a str: {code!r}, {message!r}"
-            )
+            raise _bad_error_parts(code, message)  # (as receive_eof's fail_inflight)
         # ErrorData(...).to_wire(), written out (two frames less per error answer).
         error: dict[str, Any] = {"code": int(code), "message": message}
         if data is not None:

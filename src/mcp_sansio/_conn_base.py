@@ -21,7 +21,7 @@ from typing import Any, Final
 from . import _modern
 from ._config import ConnectionConfig, Role
 from ._conn_records import _Batch, _Outbound, _outbound, _Req
-from ._errors import ErrorCode, ErrorData
+from ._errors import ErrorCode, ErrorData, LocalProtocolError
 from ._events import Event, InvalidMessageReceived, RequestReceived
 from ._framing import LineSplitter
 from ._json import Fragment, dumps
@@ -50,6 +50,16 @@ _PROGRESS_TOKEN_KEY: Final = _modern.PROGRESS_TOKEN_KEY
 _SERVER_INFO_KEY: Final = _modern.SERVER_INFO_KEY
 _COMPLETE: Final = _modern.RESULT_TYPE_COMPLETE
 _CACHEABLE_METHODS: Final = _modern.CACHEABLE_METHODS
+
+
+def _bad_error_parts(code: object, message: object) -> LocalProtocolError:
+    """The refusal of an error whose ``code`` is not an ``int`` (a ``bool`` is not one)
+    or whose ``message`` is not a ``str``: :meth:`send_error`'s, and
+    :meth:`receive_eof`'s for ``fail_inflight``. Each makes the test inline, for speed,
+    and calls this only to raise."""
+    return LocalProtocolError(
+        f"an error's code is an int and its message a str: {code!r}, {message!r}"
+    )
 
 
 class _ConnectionBase:

@@ -28,10 +28,11 @@ from ._conn_base import (
     _MODERN_REVISION,
     _PROGRESS_TOKEN_KEY,
     _PROTOCOL_VERSION_KEY,
+    _bad_error_parts,
 )
 from ._conn_handshake import _Handshake
 from ._conn_records import _Batch, _ids_of, _Outbound, _Req
-from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._errors import ErrorCode, ErrorData
 from ._events import (
     _REQUEST_RECEIVED_BLANK,
     _RESULT_RECEIVED_BLANK,
@@ -547,9 +548,7 @@ class _Receiving(_Handshake):
                 raise ValueError("fail_inflight answers what keep_answering keeps open")
             code, message = fail_inflight
             if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
-                raise LocalProtocolError(
-                    f"an error's code is an int and its message a str: {code!r}, {message!r}"
-                )
+                raise _bad_error_parts(code, message)  # (send_error's refusal)
         if self._closed:
             last = []
         else:
