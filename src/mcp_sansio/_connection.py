@@ -491,24 +491,23 @@ class Connection(_Receiving, _Answering):
                     )
                 # What _modern_params builds for a plain request, in one step (for speed,
                 # copy() and a store: {**params, ...} builds two dicts and merges twice,
-                # and dict(params, _meta=...), fewer bytecodes, takes longer in C),
-                # and a twin that carries the envelope encoded, for dumps (cheaper than
-                # encoding the envelope's dicts again; the entry keeps the dict one).
+                # and dict(params, _meta=...), fewer bytecodes, takes longer in C), first
+                # with the envelope encoded, for dumps (cheaper than encoding the
+                # envelope's dicts again), then, the same dict, with the dict envelope
+                # the entry keeps: one copy of params, not one for each.
                 if params is None:
-                    params = {"_meta": envelope[1]}
-                    wire: dict[str, Any] | None = {"_meta": envelope[2]}
+                    params = {"_meta": envelope[2]}
                 else:
-                    wire = params.copy()
-                    wire["_meta"] = envelope[2]
                     params = params.copy()
-                    params["_meta"] = envelope[1]
+                    params["_meta"] = envelope[2]
+                payload = dumps({"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params})
+                params["_meta"] = envelope[1]
             else:
-                wire = params
-            payload = dumps(
-                {"jsonrpc": JSONRPC, "id": rid, "method": method}
-                if wire is None
-                else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": wire}
-            )
+                payload = dumps(
+                    {"jsonrpc": JSONRPC, "id": rid, "method": method}
+                    if params is None
+                    else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params}
+                )
             # Serialized (which may raise): now change state. _outbound, written out.
             self._next_id = rid
             entry = _Outbound()

@@ -635,6 +635,24 @@ def test_plain_requests_take_the_send_fast_path(
     assert not client.pending_requests()
 
 
+@pytest.mark.parametrize("params", [{"name": "x"}, None])
+@pytest.mark.parametrize("make", [legacy_pair, modern_pair], ids=["legacy", "modern"])
+def test_the_send_fast_path_records_what_the_general_path_records(
+    make: Callable[[], tuple[Connection, Connection]], params: dict[str, Any] | None
+) -> None:
+    # The record keeps the params as sent, the envelope a dict (re-issue and retry send
+    # them again, and read them); the caller's params are not changed.
+    (fast, _), (general, _) = make(), make()
+    given = None if params is None else dict(params)
+    same(fast, general, lambda conn: conn.send_request("tools/call", given, now=0.0))
+    assert given == params
+    (rid,) = fast.pending_requests()
+    recorded = fast._pending[rid].params
+    assert recorded == general._pending[rid].params
+    if fast.era is Era.MODERN:
+        assert recorded is not None and type(recorded["_meta"]) is dict
+
+
 @pytest.mark.parametrize("make", [legacy_pair, modern_pair], ids=["legacy", "modern"])
 @pytest.mark.parametrize("close", ["eof", "half-close", "send_failed"])
 def test_closed_connection_refuses_methods_it_sent_before(
