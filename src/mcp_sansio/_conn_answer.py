@@ -135,24 +135,9 @@ class _Answering(_ConnectionBase):
                         f"result must be a mapping, not {type(result).__name__}"
                     )
                 result = dict(result)
-            if inbound.method == "elicitation/create":
-                params = inbound.params
-                if "task" in result and isinstance(params, Mapping) and "task" in params:
-                    # 2025-11-25 tasks.mdx: "Receivers that accept a task-augmented
-                    # request MUST return a CreateTaskResult" (the form is answered later).
-                    _tasks.check_legacy_create_task_result(result)
-                else:
-                    # A modern round's answers are held to the same rule (retry_with_input).
-                    why = _modern.elicit_result_problem(params, result)
-                    if why is not None:
-                        raise LocalProtocolError(f"cannot send this answer: {why}")
-            if self._version in LACKING and inbound.method in RESULTS_FITTED:
-                # In the session's revision's terms (a 2025-11-25 session, with nothing
-                # to fit, pays the one lookup; no walrus: it costs two bytecodes a result).
-                # The one check: fit_result makes neither again.
-                version = self._version
-                assert version is not None  # (LACKING's keys are versions)
-                result = fit_result(inbound.method, result, version)
+            if inbound.method in self._answers_checked:
+                # (One test for the rest: set with the session's version, see there.)
+                result = self._checked_legacy_result(inbound, result)
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]
@@ -167,6 +152,30 @@ class _Answering(_ConnectionBase):
         # As _reply, which the closed check there cannot stop: closing empties _inflight.
         self._out.append(payload)
         self._out_ids.append(request_id)
+
+    def _checked_legacy_result(
+        self, inbound: RequestReceived, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """send_result's legacy ``result`` for ``inbound``, whose method is one of
+        ``_answers_checked``: checked, and fitted to the session's revision."""
+        if inbound.method == "elicitation/create":
+            params = inbound.params
+            if "task" in result and isinstance(params, Mapping) and "task" in params:
+                # 2025-11-25 tasks.mdx: "Receivers that accept a task-augmented
+                # request MUST return a CreateTaskResult" (the form is answered later).
+                _tasks.check_legacy_create_task_result(result)
+            else:
+                # A modern round's answers are held to the same rule (retry_with_input).
+                why = _modern.elicit_result_problem(params, result)
+                if why is not None:
+                    raise LocalProtocolError(f"cannot send this answer: {why}")
+        if self._version in LACKING and inbound.method in RESULTS_FITTED:
+            # In the session's revision's terms. The one check: fit_result makes
+            # neither again.
+            version = self._version
+            assert version is not None  # (LACKING's keys are versions)
+            result = fit_result(inbound.method, result, version)
+        return result
 
     @staticmethod
     def _check_result_type(kind: str, inbound: RequestReceived, result: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from ._events import Event, InvalidMessageReceived, RequestReceived
 from ._framing import LineSplitter
 from ._json import Fragment, dumps
 from ._jsonrpc import RequestId, error_response, is_request_id
+from ._revision_fields import LACKING, RESULTS_FITTED
 from ._state import LifecycleState
 from ._versions import FOREIGN_METHODS, REVISIONS, Era, Revision, has_capability
 
@@ -50,6 +51,13 @@ _PROGRESS_TOKEN_KEY: Final = _modern.PROGRESS_TOKEN_KEY
 _SERVER_INFO_KEY: Final = _modern.SERVER_INFO_KEY
 _COMPLETE: Final = _modern.RESULT_TYPE_COMPLETE
 _CACHEABLE_METHODS: Final = _modern.CACHEABLE_METHODS
+# The methods whose legacy answer send_result checks before it goes: an elicitation's,
+# against its form (only a client has one to answer: a server refuses the request on
+# receipt); and, in a session of a revision that lacks fields, those it fits
+# (RESULTS_FITTED). One set per session (_settle_legacy_version), so that any other
+# answer costs one test, on either side, whatever the revision.
+_CHECKED_ANSWERS: Final = frozenset({"elicitation/create"})
+_CHECKED_OR_FITTED_ANSWERS: Final = _CHECKED_ANSWERS | frozenset(RESULTS_FITTED)
 
 
 def _bad_error_parts(code: object, message: object) -> LocalProtocolError:
@@ -76,6 +84,7 @@ class _ConnectionBase:
         "__weakref__",
         "_accept_ok",
         "_answering",
+        "_answers_checked",
         "_awaiting_input",
         "_batches",
         "_cancelled_in",
@@ -159,6 +168,9 @@ class _ConnectionBase:
         self._lifecycle = LifecycleState.IDLE
         self._era: Era | None = None
         self._version: str | None = None
+        # What send_result checks or fits in a legacy answer, by method: set with the
+        # legacy session's version (_settle_legacy_version).
+        self._answers_checked: frozenset[str] = _CHECKED_ANSWERS
         self._peer_capabilities: dict[str, Any] = {}
         # Modern client: whether the discover result gave the server's capabilities (an
         # object, `{}` included: it declared nothing). A result without one leaves them
@@ -348,6 +360,15 @@ class _ConnectionBase:
         if timeout is not None or entry.cap is not None:
             self._arm(rid, entry, now, timeout)
         return entry
+
+    def _settle_legacy_version(self, version: str) -> None:
+        """The legacy session's revision is ``version`` (negotiated: both sides "MUST
+        respect the negotiated protocol version", lifecycle.mdx), and so what
+        send_result fits in its answers."""
+        self._version = version
+        self._answers_checked = (
+            _CHECKED_OR_FITTED_ANSWERS if version in LACKING else _CHECKED_ANSWERS
+        )
 
     def _revision(self) -> Revision | None:
         return None if self._version is None else REVISIONS[self._version]

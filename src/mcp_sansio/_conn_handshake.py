@@ -191,7 +191,7 @@ class _Handshake(_ConnectionBase):
             return
         # lifecycle.mdx: echo a requested version we support, else offer our latest.
         version = requested if requested in self._legacy_versions else self._legacy_versions[0]
-        self._version = version
+        self._settle_legacy_version(version)
         self._era = _LEGACY
         self._peer_capabilities = caps
         self._peer_info = info
@@ -372,7 +372,7 @@ class _Handshake(_ConnectionBase):
         assert ready is not None
         self._lifecycle = ready
         self._era = _LEGACY
-        self._version = version
+        self._settle_legacy_version(version)
         self._peer_capabilities = caps
         self._peer_info = info if type(info) is dict else None
         instructions = result.get("instructions")
