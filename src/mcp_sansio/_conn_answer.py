@@ -151,7 +151,8 @@ class _Answering(_ConnectionBase):
                 self._side_records = False  # (all four are empty again)
         # As _reply, which the closed check there cannot stop: closing empties _inflight.
         self._out.append(payload)
-        self._out_ids.append(request_id)
+        if self._routing:
+            self._route(request_id)
 
     def _checked_legacy_result(
         self, inbound: RequestReceived, result: dict[str, Any]

@@ -124,6 +124,7 @@ class _ConnectionBase:
         "_progress_in",
         "_remembered_ids",
         "_restarting",
+        "_routing",
         "_send_ok",
         "_server_meta",
         "_side_records",
@@ -141,7 +142,12 @@ class _ConnectionBase:
     )
 
     def __init__(
-        self, role: Role, config: ConnectionConfig | None = None, *, principal: str | None = None
+        self,
+        role: Role,
+        config: ConnectionConfig | None = None,
+        *,
+        principal: str | None = None,
+        routing: bool = False,
     ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
@@ -233,9 +239,12 @@ class _ConnectionBase:
         self._modern_accept_ok: set[str] = set()  # modern server, plain requests
         self._closed = False  # the input ended (or a write failed)
         self._answering = False  # closed, but the peer's requests in flight still get answers
-        # The output queue, as two parallel lists (payloads and the request each belongs
-        # to) so that data_to_send hands over the first list without copying.
+        # The output queue: the payloads, handed over by data_to_send without copying.
         self._out: list[bytes] = []
+        # Routing (an HTTP binding's opt-in, for messages_to_send): the request each
+        # queued message belongs to, noted by _route. Without it no message pays for
+        # ids nobody reads: every place that queues a payload asks _routing first.
+        self._routing = routing
         self._out_ids: list[RequestId | None] = []
         self._splitter = LineSplitter(self.config.max_message_size)
         self._state_codec = (
@@ -294,7 +303,21 @@ class _ConnectionBase:
 
     def _queue(self, payload: bytes, related: RequestId | None) -> None:
         self._out.append(payload)
-        self._out_ids.append(related)
+        if self._routing:
+            self._route(related)
+
+    def _route(self, related: RequestId | None) -> None:
+        """Routing: note ``related``, the request of the message just queued.
+
+        ``_out_ids`` holds the ids of the messages in ``_out``, in order, one each,
+        except while ``_out`` is empty: :meth:`data_to_send` and :meth:`bytes_to_send`
+        hand over the messages and leave their ids (so that a drain pays nothing for
+        routing), and they go here, with the next message (so they never outnumber the
+        longest the queue has been)."""
+        ids = self._out_ids
+        if len(ids) >= len(self._out):  # (the message is in _out: these are left over)
+            ids.clear()
+        ids.append(related)
 
     # ------------------------------------------------------------------ timers
 

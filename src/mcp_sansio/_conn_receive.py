@@ -557,11 +557,14 @@ class _Receiving(_Handshake):
                 if splitter.buffered_bytes or splitter.skipping:
                     raise ValueError("receive_eof: an unterminated last line is held: pass now")
                 now = 0.0  # (not read: the splitter has no line to give)
-            queued = len(self._out)
+            out = self._out
+            queued = len(out)
             last = self.receive_bytes_eof(now=now)
             if not keep_answering and fail_inflight is None:
-                del self._out[queued:]  # (nothing more is sent: see above)
-                del self._out_ids[queued:]
+                dropped = len(out) - queued
+                del out[queued:]  # (nothing more is sent: see above)
+                if dropped and self._routing:
+                    del self._out_ids[queued:]  # (one id a message, once one was queued)
         closing = self._end_input(keep_answering, fail_inflight)
         return closing if not last else last + closing
 

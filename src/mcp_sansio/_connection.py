@@ -127,6 +127,12 @@ class Connection(_Receiving, _Answering):
             :class:`ConnectionConfig`.
         principal: server role: the authenticated caller's id, to which modern
             ``requestState`` is bound (``None``: no authentication).
+        routing: note, for each message queued, the request it belongs to, for a
+            binding that routes the output by request (Streamable HTTP: a response
+            goes to its request's stream) and drains it with
+            :meth:`messages_to_send`. Off by default: a binding that writes every
+            message to one channel (stdio, WebSocket, memory) drains with
+            :meth:`data_to_send` or :meth:`bytes_to_send` and pays nothing for ids.
 
     Error handling:
         Methods that receive peer input never raise for bad input: it becomes a
@@ -205,7 +211,6 @@ class Connection(_Receiving, _Answering):
         """Drain the output queue: one JSON text per message, in order."""
         out = self._out
         self._out = []
-        self._out_ids = []
         return out
 
     def messages_to_send(self) -> list[tuple[bytes, RequestId | None]]:
@@ -214,12 +219,27 @@ class Connection(_Receiving, _Answering):
         The request id is the peer's request a response/progress/log answers, the
         ``subscriptions/listen`` id of a subscription notification, or the
         ``related_request_id`` given to :meth:`send_request`; ``None`` otherwise.
-        HTTP bindings use it to pick the stream.
+        HTTP bindings use it to pick the stream. Only a connection made with
+        ``routing=True`` notes these ids (:class:`~mcp_sansio.http.HttpServer` makes
+        its connections so); the others spend nothing on them.
+
+        Raises:
+            LocalProtocolError: the connection was made without ``routing=True``.
+                Nothing is drained.
         """
-        out = list(zip(self._out, self._out_ids, strict=True))
+        if not self._routing:
+            raise LocalProtocolError(
+                "messages_to_send needs the routing ids, which only a connection made with "
+                "Connection(..., routing=True) notes; drain this one with data_to_send() "
+                "or bytes_to_send()"
+            )
+        out = self._out
+        if not out:
+            return []  # (ids that data_to_send or bytes_to_send left go in _route)
         self._out = []
+        ids = self._out_ids  # (as many as the messages: see _route)
         self._out_ids = []
-        return out
+        return list(zip(out, ids, strict=True))
 
     def bytes_to_send(self) -> bytes:
         """Drain the output queue as newline-delimited JSON (stdio framing)."""
@@ -227,7 +247,6 @@ class Connection(_Receiving, _Answering):
         if not out:
             return b""
         self._out = []
-        self._out_ids = []
         return b"\n".join(out) + b"\n"
 
     # ------------------------------------------------------------------ timers
@@ -520,7 +539,8 @@ class Connection(_Receiving, _Answering):
                 entry.related = related_request_id
             self._pending[rid] = entry
             self._out.append(payload)
-            self._out_ids.append(related_request_id)
+            if self._routing:
+                self._route(related_request_id)
             return rid
         return self._send_request(
             method, params, now, progress, timeout, log_level, related_request_id
@@ -588,7 +608,8 @@ class Connection(_Receiving, _Answering):
             self._held[rid] = None  # (no session to carry it: see restart_session)
             return rid
         self._out.append(payload)
-        self._out_ids.append(related_request_id)
+        if self._routing:
+            self._route(related_request_id)
         return rid
 
     def _check_legacy_send(self, method: str, params: dict[str, Any] | None) -> None:

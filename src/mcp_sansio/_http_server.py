@@ -1214,7 +1214,7 @@ class HttpServer:
                     headers=RETRY_SOON,
                 )
             )
-        conn = Connection("server", self.connection_config, principal=principal)
+        conn = Connection("server", self.connection_config, principal=principal, routing=True)
         core_events = conn.receive_message(request.body, now=now, decoded=obj)
         out = conn.messages_to_send()
         rid = msg.id
@@ -1457,7 +1457,7 @@ class HttpServer:
                     headers=RETRY_SOON,
                 )
             )
-        conn = Connection("server", self.connection_config, principal=principal)
+        conn = Connection("server", self.connection_config, principal=principal, routing=True)
         core_events = conn.receive_message(request.body, now=now, decoded=obj)
         payload = conn.messages_to_send()[-1][0]
         if conn.lifecycle is not LifecycleState.ANSWERED:

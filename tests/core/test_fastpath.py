@@ -7,7 +7,8 @@ decorates a plain result inline, and events are built without ``__init__``. Each
 here drives two connections brought to the same state by the same calls, one as it is
 and one down the general path (its verdict caches emptied before every call, and its
 input handed to the general dispatcher the fast path falls back to), and compares
-everything observable: events, bytes on the wire, exceptions, tables.
+everything observable: events, bytes on the wire and the request each belongs to (the
+twins are made with ``routing=True``), exceptions, tables.
 """
 
 from __future__ import annotations
@@ -67,10 +68,18 @@ def receive_general(conn: Connection, data: bytes) -> list[Event]:
     return events
 
 
+def drain(conn: Connection) -> list[tuple[Any, ...]]:
+    """What ``conn`` queued, drained: each message in a tuple, with the request it
+    belongs to where ``conn`` notes it (``routing=True``, as the twins here)."""
+    if conn._routing:
+        return list(conn.messages_to_send())
+    return [(payload,) for payload in conn.data_to_send()]
+
+
 def observe(conn: Connection) -> Any:
     """Everything a call may have changed, drained."""
     return (
-        conn.messages_to_send(),
+        drain(conn),
         conn.pending_requests(),
         conn.inflight_requests(),
         dict(conn._inflight),
@@ -130,6 +139,7 @@ def legacy_pair(**client_kw: Any) -> tuple[Connection, Connection]:
             era="legacy",
             **client_kw,
         ),
+        routing=True,
     )
     server = Connection(
         "server",
@@ -138,6 +148,7 @@ def legacy_pair(**client_kw: Any) -> tuple[Connection, Connection]:
             capabilities=SERVER_CAPS,
             request_state_key=KEY,
         ),
+        routing=True,
     )
     client.start(now=0.0)
     for _ in range(2):
@@ -158,6 +169,7 @@ def modern_connections(**server_kw: Any) -> tuple[Connection, Connection]:
         ConnectionConfig(
             implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="modern"
         ),
+        routing=True,
     )
     server = Connection(
         "server",
@@ -167,6 +179,7 @@ def modern_connections(**server_kw: Any) -> tuple[Connection, Connection]:
             request_state_key=KEY,
             **server_kw,
         ),
+        routing=True,
     )
     return client, server
 
