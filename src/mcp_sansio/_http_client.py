@@ -1009,7 +1009,9 @@ class ClientResponse:
                 status, "not a modern MCP server; falling back to initialize", heard=heard
             )
         message = error.get("message") if type(error) is dict else None
-        if rpc and type(message) is str and len(self._waiting) == 1:
+        # A refused resumption (a GET) is no answer to the request it resumes, whatever
+        # its body says: quoted in our error, which the requests fail with, abandoned.
+        if rpc and type(message) is str and len(self._waiting) == 1 and not sent.resumption:
             (rid,) = self._waiting
             self._waiting.clear()
             return [_forwarded_error(rid, error)]

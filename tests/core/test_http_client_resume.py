@@ -27,7 +27,7 @@ from mcp_sansio.http import (
     reopen_delay,
 )
 
-from .test_http_client import SSE, error, legacy_client, modern, read, result, rpc, sse
+from .test_http_client import JSON, SSE, error, legacy_client, modern, read, result, rpc, sse
 
 
 def polled(client: HttpClient, sent: ClientRequest, body: bytes) -> ClientRequest:
@@ -248,6 +248,34 @@ def test_a_refused_resumption_fails_its_requests_which_are_abandoned(status: int
     assert failed["id"] == 2 and failed["error"]["message"] == f"HTTP: status {status}"
     assert reader.resume() is None
     assert reader.abandoned == (2,) and reader.abandoned_why == f"status {status}"
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_resumption_refused_with_a_json_rpc_error_fails_its_requests_as_ours(
+    batch: bool,
+) -> None:
+    # Our server's 410 (an HttpServer's _resume): a JSON-RPC error with a message, id
+    # null. It refuses the GET, not the request it resumes: not passed on as the
+    # request's answer (which would read as the server's own -32600 for one request
+    # waiting), but quoted in our error, and the request is abandoned (the server is
+    # told), as for two requests waiting.
+    client = legacy_client()
+    body = rpc(2, "tools/call", {"name": "t"})
+    if batch:
+        body = dumps_batch(body, rpc(3, "ping"))
+    again = polled(client, client.post(body), b"id: 3:7\ndata: \n\n")
+    reader = client.response(again, 410, JSON)
+    gone = "Gone: some events after '3:7' are no longer held"
+    failed = read(reader, error(None, -32600, gone))
+    assert [f["id"] for f in failed] == ([2, 3] if batch else [2])
+    for f in failed:
+        assert f["error"]["code"] == -32603
+        assert f["error"]["message"] == f"HTTP: status 410: {gone}"
+        assert f["error"]["data"] == {"httpStatus": 410}
+    assert reader.resume() is None
+    assert reader.abandoned == ((2, 3) if batch else (2,))
+    assert reader.abandoned_why == f"status 410: {gone}"
+    assert reader.unheard == ()  # (the server refused it: heard)
 
 
 def test_a_legacy_stream_that_cannot_be_resumed_abandons_its_requests() -> None:
