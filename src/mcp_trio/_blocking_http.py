@@ -986,7 +986,20 @@ class HttpTransport:
                 logger.warning("HTTP: a one-way message was lost: %s", why)
                 self._close(exchange)
             return
+        # A legacy request written whole, then no answer (``lost``): the server may be
+        # working on it, as on a stream that ends with no event id, so it is told (never
+        # of an initialize, which the lifecycle forbids cancelling), as the Trio client's.
+        given_up = (
+            tuple(
+                rid
+                for rid, method in zip(sent.request_ids, sent.methods, strict=True)
+                if rid in exchange.ids and method != "initialize"
+            )
+            if lost and exchange.written
+            else ()
+        )
         self._failed(exchange, why)
+        self._abandon(given_up, why, now)
 
     def _failed(self, exchange: _Exchange, why: str) -> None:
         if exchange.one_way:

@@ -935,6 +935,13 @@ class HttpChannel(MessageChannel):
                     return
                 if not current.resumption or not isinstance(exc, ConnectFailed | ReadFailed):
                     await self._fail(current.request_ids, str(exc))
+                    if isinstance(exc, ReadFailed):
+                        # Written whole, then no answer: the server may be working on
+                        # them, as on a stream that ends with no event id, so it is told
+                        # (never of an initialize, which the lifecycle forbids cancelling).
+                        sent_ids = zip(current.request_ids, current.methods, strict=True)
+                        given_up = tuple(r for r, m in sent_ids if m != "initialize")
+                        self._given_up_soon(given_up, str(exc))
                     return
                 reader, again = None, current.failed_again(str(exc))
             else:

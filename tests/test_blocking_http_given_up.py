@@ -1,0 +1,130 @@
+"""``BlockingClient.http``: a legacy request whose answer the client gives up on is failed
+as the transport's and cancelled on the server (as the Trio client's:
+``tests/trio/test_http_resume_given_up.py``, which says why).
+
+Against our real Trio server, behind a Trio proxy that cuts connections, both served in
+a Trio run of their own in another thread. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_sansio.http import InMemoryEventStore
+from mcp_trio import HttpTransportConfig, TransportFailed
+from mcp_trio._blocking import BlockingClient
+
+from .trio.test_http_resume_given_up import _Runs
+from .trio.test_http_support import App, Proxy, served_in_thread, start_server
+
+TIMEOUT = 20.0  # seconds: an absolute bound on every wait of these tests
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sockets")
+
+
+class _Served:
+    """A server behind a :class:`Proxy`, in a Trio run of its own: ``in_trio`` runs a
+    function there; ``cancelled`` is set once the server's handler is cancelled."""
+
+    def __init__(self) -> None:
+        self.proxy: Proxy | None = None
+        self.token: trio.lowlevel.TrioToken | None = None
+        self.cancelled = threading.Event()
+
+    @property
+    def url(self) -> str:
+        assert self.proxy is not None
+        return self.proxy.url()
+
+    def in_trio(self, fn: Callable[[], Any]) -> None:
+        trio.from_thread.run_sync(fn, trio_token=self.token)
+
+    async def start(
+        self, nursery: trio.Nursery, app: App, cancelled: trio.Event, **options: Any
+    ) -> _Served:
+        server = await start_server(nursery, app, **options)
+        self.proxy = Proxy(server.port)
+        await self.proxy.start(nursery)
+        self.token = trio.lowlevel.current_trio_token()
+
+        async def note_cancelled() -> None:
+            await cancelled.wait()
+            self.cancelled.set()
+
+        nursery.start_soon(note_cancelled)
+        return self
+
+
+def _connect(url: str, **options: Any) -> BlockingClient:
+    transport = HttpTransportConfig(open_get_stream=False)
+    return BlockingClient.http(url, era="legacy", transport=transport, timeout=TIMEOUT, **options)
+
+
+@pytest.fixture
+def served() -> Iterator[Callable[..., _Served]]:
+    opened: list[Any] = []
+
+    def serve(app: App, cancelled: trio.Event, **options: Any) -> _Served:
+        served = _Served()
+        context = served_in_thread(lambda nursery: served.start(nursery, app, cancelled, **options))
+        opened.append(context)
+        return context.__enter__()
+
+    yield serve
+    for context in reversed(opened):
+        context.__exit__(None, None, None)
+
+
+def test_a_refused_resumption_of_one_request_fails_it_as_ours_and_cancels_it(
+    served: Callable[..., _Served],
+) -> None:
+    runs = _Runs()
+    store = InMemoryEventStore(max_events_per_stream=1)
+    server = served(runs.app, runs.cancelled_event, event_store=store, http={"retry_ms": 10})
+    assert server.proxy is not None
+    proxy = server.proxy
+
+    async def cut_then_go_on() -> None:
+        proxy.cut()
+        runs.go.set()
+        await runs.moved_on.wait()  # (2 and 3 are sent, to the store only)
+
+    def on_progress(progress: Any) -> None:
+        if progress.progress == 1:  # the client has event 1's id
+            trio.from_thread.run(cut_then_go_on, trio_token=server.token)
+
+    with _connect(server.url) as client:
+        with pytest.raises(TransportFailed, match="status 410: Gone: some events after"):
+            client.call_tool("runs", {}, on_progress=on_progress)
+        assert server.cancelled.wait(TIMEOUT)  # the server was told: the handler ended
+    (cancelled,) = [s.message for s in proxy.seen if s.rpc_method == "notifications/cancelled"]
+    assert cancelled["params"]["requestId"] == runs.cancelled[0]
+
+
+def test_a_request_whose_connection_breaks_before_the_answer_is_cancelled(
+    served: Callable[..., _Served],
+) -> None:
+    app = App()
+    server = served(app, app.cancelled_event, http={"response_mode": "json"})
+    assert server.proxy is not None
+    proxy = server.proxy
+
+    async def cut_once_started() -> None:
+        await app.started_event.wait()
+        proxy.cut()
+
+    server.in_trio(lambda: trio.lowlevel.spawn_system_task(cut_once_started))
+    with _connect(server.url) as client:
+        with pytest.raises(TransportFailed, match="before it answered"):
+            client.call_tool("block", {})
+        assert server.cancelled.wait(TIMEOUT)  # the server was told: the handler ended
+    (started,) = app.started
+    assert app.cancelled == [started.request_id]
+    (cancelled,) = [s.message for s in proxy.seen if s.rpc_method == "notifications/cancelled"]
+    assert cancelled["params"]["requestId"] == started.request_id
