@@ -102,9 +102,10 @@ too) and a stream that ends after an SSE event past ``max_event_size`` was dropp
 (likewise; on a resumed stream too, whose mark only an earlier stream of the same
 request can have set, after the request went out) are the server's words: not listed.
 Only a JSON-RPC error response in an error status's body is passed on as it came (the
-server's code, message and data); any other error status fails its requests with an
-:func:`http_error` (``-32603``, ``HTTP: status ...``, quoting the body's ``message``
-if it has one), a :data:`Read` with no dict, which the bindings mark as the
+server's code, message and data), except to a resumption: it refuses the ``GET``, and
+answers none of the requests resumed, which are abandoned. Any other error status fails
+its requests with an :func:`http_error` (``-32603``, ``HTTP: status ...``, quoting the
+body's ``message`` if it has one), a :data:`Read` with no dict, which the bindings mark as the
 transport's, heard or not: a gateway's or a rate limiter's own JSON error
 (``{"error": {"code": 502, ...}}``, no ``jsonrpc``) has no JSON-RPC code to pass on.
 

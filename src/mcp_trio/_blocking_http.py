@@ -95,8 +95,9 @@ of the client.
   the server answers each resumption with a stream, less and less often while nothing
   comes, within the call's timeout; ``max_resume_attempts`` failed attempts in a row
   (no connection, no answer, a ``5xx``, ``408`` or ``429``) fail the call, and the
-  server is told (``notifications/cancelled``), as when a resumption is refused or a
-  stream ends with no event id.
+  server is told (``notifications/cancelled``), as when a resumption is refused, a
+  stream ends with no event id, or the connection of a POST written whole ends before
+  the answer's head.
 """
 
 from __future__ import annotations

@@ -64,8 +64,9 @@ body, SSE events) into messages the session reads.
   after ``max_resume_attempts`` of them in a row the requests fail (-32603 ``HTTP: the
   stream could not be resumed: ...``, naming the last problem); any other refusal (the
   events are gone) fails them at once. Either way, as for a stream that ends with no
-  event id, the server is told (``notifications/cancelled``): it may still be working
-  on requests nobody waits for any more. Progress is a JSON-RPC message: ``data:``
+  event id (or a POST written whole whose connection fails before the answer's head:
+  ``ReadFailed``), the server is told (``notifications/cancelled``): it may still be
+  working on requests nobody waits for any more. Progress is a JSON-RPC message: ``data:``
   that is none (junk) does not count, so no stream is resumed in a tight loop. The
   rule is the sans-IO core's (``ClientResponse.resume``, ``ClientRequest.given_up``,
   ``HttpClient.resume_delay``), the blocking client's too.
