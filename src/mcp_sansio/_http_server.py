@@ -50,7 +50,9 @@ ended stream is replayable only while it is among the session's last
 ``max_ended_streams`` to end with events stored (the client that lost its final answer
 comes back within its ``retry``; a stream answered as JSON, or cancelled before any
 event, stored none and does not count); older ones are discarded from the store, not
-kept for the session's life.
+kept for the session's life. Streams that ended with no connection attached (whose
+client is yet to come back) are counted apart, as many again, so that the answers a
+busy session delivers meanwhile do not push them out.
 Replay never skips silently: if the store no longer holds every event after the cursor,
 the answer is ``410 Gone``. Modern streams carry no ids and are not resumable.
 
@@ -575,7 +577,12 @@ class HttpServerConfig:
     until the session ended (about 1.3 KB for a small one: a busy client filled the
     default 16 MiB in minutes, and from then on each event evicted another). Streams
     in progress and the GET stream are not counted (the store's own bounds hold them);
-    ``0`` keeps no ended stream."""
+    ``0`` keeps no ended stream. A stream that ended with no connection attached (its
+    connection broke or was released: its answer went to the store only, and its
+    client will come back for it) is counted apart, with a bound of this same number,
+    so that answers delivered meanwhile (a busy session ends more than 64 calls within
+    a client's ``retry``) cannot push it out first; replayed whole, it counts as
+    delivered."""
     tool_header_params: Callable[[str], Sequence[HeaderParam]] | None = None
     """Modern: the ``x-mcp-header`` parameters of a tool by name (see
     :func:`parse_header_params`), so ``Mcp-Param-*`` headers are checked against the
@@ -631,8 +638,11 @@ class _Session:
     timer_token: int = 0  # ... this is its token (0: no entry)
     primings: int = 0  # priming events sent again: their ids' suffix (see _prime)
     principal: str | None = None  # who created it: nobody else may use it
-    ended: deque[int] = attrs.Factory(deque)  # ended streams with stored events, oldest
-    # first, at most config.max_ended_streams (see HttpServer._keep_ended)
+    # Ended streams with stored events, oldest first, at most config.max_ended_streams
+    # each (see HttpServer._keep_ended): those delivered (their end went to a connection),
+    # and apart, those undelivered (none attached: their client is yet to come back).
+    ended: dict[int, None] = attrs.Factory(dict)
+    undelivered: dict[int, None] = attrs.Factory(dict)
 
 
 @attrs.define(eq=False)
@@ -1657,6 +1667,9 @@ class HttpServer:
             data += encode_sse_event(payload, id=f"{key}:{seq}")
         handle = self._new_id()
         if live is None:  # an ended stream: its events, then the end (nothing to prime)
+            if key in session.undelivered:  # (delivered now: see _keep_ended)
+                del session.undelivered[key]
+                self._keep_ended(session, key, delivered=True)
             return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data), end=True)
         if _primes(session):
             data += self._prime(live)
@@ -1749,9 +1762,9 @@ class HttpServer:
         session = stream.session
         assert session is not None
         session.streams.pop(stream.key, None)
-        if stream.seq:  # (events of it went to the store)
-            self._keep_ended(session, stream.key)
         handle = stream.handle
+        if stream.seq:  # (events of it went to the store)
+            self._keep_ended(session, stream.key, delivered=handle is not None)
         stream.handle = None
         if handle is None:
             return
@@ -1768,21 +1781,29 @@ class HttpServer:
         else:
             buf.response = json_response(_status_for(stream.parts[0], Era.LEGACY), stream.parts[0])
 
-    def _keep_ended(self, session: _Session, key: int) -> None:
+    def _keep_ended(self, session: _Session, key: int, *, delivered: bool) -> None:
         """The stream ``key`` of ``session`` ended, its events in the store: they stay
         for a resumption (a client that lost the final answer asks for it again with
         ``Last-Event-ID``), but only for the last :attr:`HttpServerConfig.max_ended_streams`
         streams of the session to end with events stored (only those are counted: see
         :meth:`_finish_legacy`); the oldest beyond is discarded from the store.
         Counted in streams, not time: the core has no clock, and a client resumes within
-        the ``retry`` it was told, while a few more of its calls end at most."""
+        the ``retry`` it was told, while a few more of its calls end at most.
+
+        ``delivered``: its end went to a connection. One that ended with none attached
+        (its connection broke, or was released) is the one its client will come back
+        for: counted apart, with a bound of its own (the same number), so that a busy
+        session's answers, delivered meanwhile, cannot push it out before the client's
+        ``retry`` is over; once replayed whole (:meth:`_resume`) it counts as delivered."""
         discard = self._discard_stream
         if discard is None:
             return  # (the store keeps them until the session ends, or its own bounds)
-        ended = session.ended
-        ended.append(key)
-        while len(ended) > self.config.max_ended_streams:
-            discard(session.id, ended.popleft())
+        kept = session.ended if delivered else session.undelivered
+        kept[key] = None
+        while len(kept) > self.config.max_ended_streams:
+            oldest = next(iter(kept))
+            del kept[oldest]
+            discard(session.id, oldest)
 
     # ------------------------------------------------------------------ sessions
 
