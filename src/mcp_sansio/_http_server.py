@@ -565,7 +565,9 @@ class HttpServerConfig:
     allow_delete: bool = True
     """Legacy: let clients end their session with DELETE (else 405)."""
     retry_ms: int | None = 1_000
-    """Legacy: the SSE ``retry`` (ms) announced in priming events, for polling clients."""
+    """Legacy: the SSE ``retry`` (ms) announced in priming events and before a released
+    stream's end (:meth:`HttpServer.release_stream`), for polling clients; ``None``:
+    none is announced (clients wait their own default)."""
     max_ended_streams: int = attrs.field(default=64, validator=check_count(0))
     """Legacy: how many of a session's ended streams (its POSTs answered as SSE, once
     every request of one is answered or cancelled) keep their events in the event store
@@ -2029,9 +2031,11 @@ class HttpServer:
     def release_stream(self, stream_id: int) -> None:
         """Legacy: end the HTTP response ``stream_id`` without ending its SSE stream (polling).
 
-        A ``retry`` field goes out last, then ``end``; the client resumes with GET and
-        ``Last-Event-ID`` (``2025-11-25`` "server MAY close the connection"). Still call
-        :meth:`stream_closed` when the response is over.
+        A ``retry`` field goes out last (:attr:`HttpServerConfig.retry_ms`; none when it
+        is ``None``, as in priming events: the client waits its own default), then
+        ``end``; the client resumes with GET and ``Last-Event-ID`` (``2025-11-25`` "server
+        MAY close the connection"). Still call :meth:`stream_closed` when the response
+        is over.
 
         Raises:
             LocalProtocolError: not an open legacy SSE response (modern streams cannot
@@ -2047,7 +2051,8 @@ class HttpServer:
             raise LocalProtocolError(f"{stream_id} is not an open legacy SSE response")
         self._drain(stream.conn)  # what is already queued goes out before the retry
         buf = self._buf(stream_id)
-        buf.data += b"retry: %d\n\n" % (self.config.retry_ms or 0)
+        if self.config.retry_ms is not None:  # (not 0: "reconnect at once")
+            buf.data += b"retry: %d\n\n" % self.config.retry_ms
         buf.end = True
         stream.handle = None
 

@@ -1146,6 +1146,21 @@ def test_release_stream_for_polling() -> None:
         json_srv.release_stream(pending.stream_id)
 
 
+def test_a_released_stream_announces_no_retry_when_none_is_configured() -> None:
+    # retry_ms=None: no retry field, as in the priming events; it used to send
+    # "retry: 0", telling clients to come back at once where none was configured.
+    srv = make_server(retry_ms=None)
+    sid = open_session(srv)
+    conn, stream_id = start_call(srv, sid)
+    conn.send_progress(2, 1)
+    srv.release_stream(stream_id)
+    out = outputs(srv)[stream_id]
+    assert out.end and b"retry:" not in out.data
+    decoder = SSEDecoder()
+    decoder.feed(out.data)
+    assert decoder.retry is None and decoder.last_event_id == f"{stream_id}:1"
+
+
 # ================================================================== legacy: eviction
 
 
