@@ -406,6 +406,16 @@ class InMemoryEventStore:
 
     A message is kept as a copy of its own size (``_json.kept``): counting ``len`` alone
     of what ``orjson.dumps`` returns let the store grow to ~50 times ``max_bytes``.
+
+    Sizing ``max_bytes``. It is one pool for the whole server, and what goes first is
+    what was appended to least recently, whether its client has it or not: it should
+    hold, at once, the answers clients may still come back for within their ``retry``
+    (those cut mid-answer in a burst, too). An answer costs its JSON size (a tool
+    result with ``structuredContent`` carries its data twice: a 300 KB text is about
+    680 KB here). Past the bound, a burst of large answers pushes out those of clients
+    cut a moment before, whose resumption is then ``410`` (the call fails). Make it
+    larger than the largest answer times the calls that may be answered at once (a
+    server of 300 KB answers, 50 at a time: 32 MiB, not the default 16).
     """
 
     def __init__(
