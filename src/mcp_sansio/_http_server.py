@@ -415,7 +415,7 @@ class InMemoryEventStore:
     680 KB here). Past the bound, a burst of large answers pushes out those of clients
     cut a moment before, whose resumption is then ``410`` (the call fails). Make it
     larger than the largest answer times the calls that may be answered at once (a
-    server of 300 KB answers, 50 at a time: 32 MiB, not the default 16).
+    server of 300 KB text answers, 50 at a time: some 34 MB, over twice the default).
     """
 
     def __init__(
