@@ -21,9 +21,10 @@ one URL share one, so that a new connection starts with the token of the last:
   server) only starts it (:meth:`Authorizer.refresh_soon`) and goes with the current
   token: its sender, the session's writer, never calls the authorization server.
   Refresh tokens may be single-use and the storage shared (by the clients of one
-  :class:`OAuth`, or of one storage): the refresh takes the storage's token instead
-  when another client stored a newer one, reads it again after a refusal, and forgets
-  the stored token only if it is still the one refused. A refresh that ends while a
+  :class:`OAuth`, or of one storage object, in any thread): their refreshes of one
+  token take turns (:mod:`._oauth_turn`), and the refresh takes the storage's token
+  instead when another client stored a newer one, reads it again after a refusal,
+  and forgets the stored token only if it is still the one refused. A refresh that ends while a
   flow is storing its token, or after, drops its outcome (memory and storage);
 * when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``, to a
   request other than a ``ping`` (:meth:`Authorizer.challenged`; a ping is treated as a
@@ -127,6 +128,7 @@ from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
+from ._oauth_turn import refresh_turn
 from ._util import check_count, check_seconds, is_websocket_url
 
 if TYPE_CHECKING:
@@ -341,8 +343,11 @@ class OAuth:
         offline_access: ask for ``offline_access`` (a refresh token) when the
             authorization server lists it.
         storage: where registrations and tokens are kept (default: in memory). It
-            may be shared (as this :class:`OAuth` is, by its clients): a refresh
-            takes a newer token another client stored there. An exception it raises
+            may be shared (as this :class:`OAuth` is, by its clients), by clients in
+            other threads too: their refreshes of one token take turns, and the one
+            that comes second takes the token the first one stored (refresh tokens
+            may be single-use). Separate processes sharing a file are not held back:
+            they may still refresh one token at once. An exception it raises
             fails that authorization (see ``on_authorize``), or drops the token it
             was refreshing.
         ssl_context: TLS for the metadata and authorization server requests.
@@ -1735,8 +1740,13 @@ class Authorizer:
         """A token to replace ``token`` (expired, with a refresh token): the one in the
         storage if another client of it stored a newer one there (refresh tokens are
         single-use: the one in ``token`` may be spent), else one refreshed now and
-        stored. After a refusal the storage is read again, and forgets ``token`` only
-        if it still holds it. The storage is written only while ``current()``.
+        stored. Clients of one storage take turns (:func:`._oauth_turn.refresh_turn`,
+        across threads and Trio runs too): the one that comes second waits for the
+        first, then finds its token, rather than sending the same refresh token again
+        (which an authorization server that detects reuse answers by revoking both:
+        RFC 9700 section 4.14.2). After a refusal the storage is read again, and
+        forgets ``token`` only if it still holds that very token. The storage is
+        written only while ``current()``.
 
         Returns:
             The new token (``None``: none), the client, and whether the authorization
@@ -1745,6 +1755,24 @@ class Authorizer:
         Raises:
             Exception: from the storage.
         """
+        storage = self.oauth.storage
+        if resource is None:  # (nothing stored: nobody to take turns with)
+            return await self._renew_now(token, metadata, issuer, resource, client, current)
+        # One refresh at a time of this token of the storage, in the whole process: a
+        # client that comes second takes the token the first one stored.
+        async with refresh_turn(storage, resource, issuer):
+            return await self._renew_now(token, metadata, issuer, resource, client, current)
+
+    async def _renew_now(
+        self,
+        token: OAuthToken,
+        metadata: AuthorizationServerMetadata,
+        issuer: str,
+        resource: str | None,
+        client: ClientCredentials | None,
+        current: Callable[[], bool],
+    ) -> tuple[OAuthToken | None, ClientCredentials | None, bool]:
+        """:meth:`_renew`, its turn taken."""
         storage, clock = self.oauth.storage, self.oauth.clock
         for _ in range(2):  # (the token in the storage may need a refresh itself)
             stored = None if resource is None else await storage.load_token(resource, issuer)
@@ -1765,7 +1793,9 @@ class Authorizer:
                 if not stored.expired(clock()):
                     return stored, client, False  # another client refreshed it meanwhile
                 return None, client, False
-            if stored is not None and current():
+            # Forget only the very token refused: another one there (bound to another
+            # process's DPoP key, say) is not this client's to erase.
+            if stored is not None and stored == token and current():
                 assert resource is not None
                 await self._store(resource, issuer, None)
             return None, client, False

@@ -131,6 +131,10 @@ class FileOAuthStorage:
         }
         # One call at a time does the file work (in a worker thread): see the module docs.
         self._lock: Final = trio.Lock()
+        # The storages of one file and namespace keep one token for a resource and
+        # issuer: their refreshes of it take turns (mcp_trio._oauth_turn). (Absolute,
+        # not resolved: no disk access here; a symbolic link's two names do not.)
+        self._refresh_turn_key: Final = ("file", os.path.abspath(self.path), namespace)
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
         return _build(ClientCredentials, await self._load("clients", issuer))

@@ -82,6 +82,11 @@ class FakeAS:
     token_prefix: str = "at-"
     refresh_gate: trio.Event | None = None  # a refresh waits for it, once it is asked
     refresh_asked: trio.Event = attrs.field(factory=trio.Event)
+    # RFC 9700 section 4.14.2: a spent refresh token presented again revokes every
+    # token (one user here: the whole family).
+    reuse_detection: bool = False
+    spent: list[str] = attrs.field(factory=list)  # refresh tokens used, in order
+    reused: int = 0  # spent refresh tokens presented again
     clock: FakeTime = attrs.field(factory=FakeTime)
     requests: list[tuple[str, str, dict[str, str]]] = attrs.field(factory=list)
     authorizations: list[dict[str, str]] = attrs.field(factory=list)
@@ -152,9 +157,16 @@ class FakeAS:
                     await trio.sleep_forever()
                 if self.refresh_gate is not None:
                     await self.refresh_gate.wait()
-                got = self.refresh.pop(form.get("refresh_token", ""), None)
+                presented = form.get("refresh_token", "")
+                got = self.refresh.pop(presented, None)
                 if got is None:
+                    if presented in self.spent:
+                        self.reused += 1
+                        if self.reuse_detection:
+                            self.refresh.clear()
+                            self.tokens.clear()
                     return 400, js, dumps({"error": "invalid_grant"})
+                self.spent.append(presented)
                 return 200, js, dumps(self._issue(got[0], form.get("resource") or got[1]))
             return 400, js, dumps({"error": "unsupported_grant_type"})
         return 404, [], b""

@@ -1,0 +1,132 @@
+"""One refresh at a time per token of a storage, in the whole process.
+
+Theory of operation
+-------------------
+Refresh tokens may be single-use (rotated: ``2026-07-28`` security considerations,
+"public clients ... MUST rotate refresh tokens"), and an authorization server that
+sees a spent one presented again may revoke the whole family (RFC 9700 section
+4.14.2). So two clients that share a storage (the clients of one
+:class:`~mcp_trio.OAuth`, or of two made with one storage object) must never send the
+same refresh token at once: the second must wait for the first's outcome, then take
+the token it stored. An :class:`~mcp_trio._oauth.Authorizer` is per client, and a
+:class:`trio.Lock` is per Trio run, while one storage may serve clients in several
+threads, each running Trio (an application that runs a client per thread). Hence
+:func:`refresh_turn`: a lock per ``(storage, resource, issuer)``, first come first
+served, that works across threads and Trio runs. A waiter parks on a
+:class:`trio.Event` of its own run; the holder that releases hands the turn to the
+first waiter and sets that event through the waiter's run (its
+:class:`~trio.lowlevel.TrioToken`), which is safe from any thread. A waiter cancelled
+after the turn was handed to it passes it on. The table of turns keeps an entry only
+while someone holds or waits for it (as :mod:`._oauth_store`'s file locks do).
+
+Separate processes sharing one file are not serialized (no lock file: a process that
+hangs would stall the others): they may still race.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final, final
+
+import trio
+
+__all__ = ["refresh_turn"]
+
+_MUTEX: Final = threading.Lock()
+"""Guards :data:`_TURNS` and every :class:`_Turn`'s state (any thread may touch them)."""
+
+
+@final
+class _Waiter:
+    __slots__ = ("event", "granted", "token")
+
+    def __init__(self) -> None:
+        self.token: Final = trio.lowlevel.current_trio_token()
+        self.event: Final = trio.Event()
+        self.granted = False  # (under _MUTEX: the turn was handed to this waiter)
+
+
+@final
+class _Turn:
+    """A first-come-first-served lock that Trio tasks of any run (any thread) take
+    turns at (see the module docs)."""
+
+    __slots__ = ("held", "users", "waiters")
+
+    def __init__(self) -> None:
+        self.held = False
+        self.users = 0  # (holders and waiters: the entry goes when none is left)
+        self.waiters: deque[_Waiter] = deque()
+
+    async def acquire(self) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        with _MUTEX:
+            if not self.held:
+                self.held = True
+                waiter = None
+            else:
+                waiter = _Waiter()
+                self.waiters.append(waiter)
+        if waiter is None:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            with _MUTEX:
+                granted = waiter.granted
+                if not granted:
+                    self.waiters.remove(waiter)
+            if granted:
+                self.release()  # (handed over meanwhile: to the next one)
+            raise
+
+    def release(self) -> None:
+        """Hand the turn to the first waiter, if any (else it is free)."""
+        while True:
+            with _MUTEX:
+                if not self.waiters:
+                    self.held = False
+                    return
+                waiter = self.waiters.popleft()
+                waiter.granted = True
+            try:
+                waiter.token.run_sync_soon(waiter.event.set)
+            except trio.RunFinishedError:  # (its run is gone: cannot happen while it waits)
+                continue
+            return
+
+
+_TURNS: Final[dict[tuple[object, str, str], _Turn]] = {}
+"""The turn of each ``(id(storage), resource, issuer)`` in use (an entry lives while a
+user holds the storage: its id is not reused meanwhile); for a storage that names what
+it keeps the tokens in (:class:`~mcp_trio.FileOAuthStorage`: its file and namespace),
+that name instead of its id, so that two storages of one file take turns too."""
+
+
+@asynccontextmanager
+async def refresh_turn(storage: object, resource: str, issuer: str) -> AsyncIterator[None]:
+    """Hold the turn to refresh (or write) the token ``issuer`` issued for
+    ``resource`` in ``storage``: one holder at a time in the process, whatever the
+    thread or Trio run; the others wait, first come first served (cancellable)."""
+    where = getattr(storage, "_refresh_turn_key", None)
+    key = (id(storage) if where is None else where, resource, issuer)
+    with _MUTEX:
+        turn = _TURNS.get(key)
+        if turn is None:
+            turn = _TURNS[key] = _Turn()
+        turn.users += 1
+    try:
+        await turn.acquire()
+        try:
+            yield
+        finally:
+            turn.release()
+    finally:
+        with _MUTEX:
+            turn.users -= 1
+            if not turn.users:
+                del _TURNS[key]

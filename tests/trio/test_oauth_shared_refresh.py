@@ -1,0 +1,309 @@
+"""Clients that share one :class:`OAuth`, or one storage, refresh their token one at a
+time: refresh tokens are single-use (rotated; public clients MUST have them rotated,
+``2026-07-28`` security considerations), and an authorization server that sees a spent
+one presented again may revoke the whole family (RFC 9700 section 4.14.2). The client
+that comes second waits for the first one's refresh and takes the token it stored,
+whether the two run in one Trio run or in two threads, each running Trio.
+
+The fake authorization server and the protected server are ``test_oauth_e2e``'s."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from mcp_trio import (
+    Client,
+    ClientCredentials,
+    FileOAuthStorage,
+    InMemoryOAuthStorage,
+    OAuthToken,
+    open_client,
+)
+from mcp_trio._oauth_turn import _TURNS, refresh_turn
+
+from .oauth_support import User, oauth
+from .test_http_support import IO_TIMEOUT
+from .test_oauth_e2e import Setup, start_refreshing
+
+GRANTED = "alice ['mcp', 'offline_access']"
+
+
+class Storage:
+    """An :class:`~mcp_trio.OAuthStorage` in memory, without ``load_server`` (a new
+    client discovers, then finds the stored token at its first ``401``), whose
+    ``save_token`` takes ``save_seconds`` (a keyring: Trio's clock) and is recorded."""
+
+    def __init__(self, save_seconds: float = 0.0) -> None:
+        self.memory = InMemoryOAuthStorage()
+        self.tokens = self.memory.tokens
+        self.save_seconds = save_seconds
+        self.saved: list[OAuthToken | None] = []
+
+    async def load_client(self, issuer: str) -> ClientCredentials | None:
+        return await self.memory.load_client(issuer)
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        await self.memory.save_client(issuer, client)
+
+    async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+        return await self.memory.load_token(resource, issuer)
+
+    async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        if self.save_seconds:
+            await trio.sleep(self.save_seconds)
+        self.saved.append(token)
+        await self.memory.save_token(resource, issuer, token)
+
+
+async def _call_both(a: Client, b: Client) -> list[str]:
+    """One ``whoami`` on each client, at once: their answers."""
+    texts: list[str] = []
+
+    async def call(client: Client) -> None:
+        texts.append((await client.call_tool("whoami", {})).text)
+
+    async with trio.open_nursery() as calls:
+        calls.start_soon(call, a)
+        calls.start_soon(call, b)
+    return texts
+
+
+def _grants(s: Setup) -> list[str]:
+    return [t["grant_type"] for t in s.asrv.token_requests]
+
+
+async def test_clients_of_one_oauth_never_present_one_refresh_token_twice(
+    nursery: trio.Nursery,
+) -> None:
+    # Both clients hold the same token, which expires for both at once: both call.
+    # Before, both sent its refresh token; the authorization server took it as a
+    # replay and revoked everything: one client failed every call ("the server
+    # refused the token its authorization server just issued"), the other had the user
+    # authorize again.
+    s = await start_refreshing(nursery, expires_in=100, reuse_detection=True)
+    user = User()
+    auth = oauth(clock=s.time, on_authorize=user)
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            open_client(s.url, era="modern", auth=auth) as a,
+            open_client(s.url, era="modern", auth=auth) as b,
+        ):
+            await a.call_tool("whoami", {})
+            await b.call_tool("whoami", {})  # the stored token: no prompt
+            for _ in range(2):
+                s.time.advance(200)  # expired, for both
+                assert await _call_both(a, b) == [GRANTED, GRANTED]
+            assert await _call_both(a, b) == [GRANTED, GRANTED]
+    assert s.asrv.reused == 0
+    assert _grants(s) == ["authorization_code", "refresh_token", "refresh_token"]
+    assert user.prompts == 1
+
+
+async def test_a_client_waits_for_a_refresh_being_stored_rather_than_asking_the_user(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A lenient authorization server (a spent refresh token is refused, nothing else)
+    # and a storage that takes a second to save (a keyring). Before, the second
+    # client's refresh was refused, found the storage still holding the old token
+    # (the first one's save under way), erased it and had the user authorize again.
+    s = await start_refreshing(nursery, expires_in=100)
+    user = User()
+    storage = Storage(save_seconds=1)
+    auth = oauth(clock=s.time, on_authorize=user, storage=storage)
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            open_client(s.url, era="modern", auth=auth) as a,
+            open_client(s.url, era="modern", auth=auth) as b,
+        ):
+            await a.call_tool("whoami", {})
+            await b.call_tool("whoami", {})
+            for _ in range(3):
+                s.time.advance(200)
+                assert await _call_both(a, b) == [GRANTED, GRANTED]
+    assert s.asrv.reused == 0
+    assert _grants(s) == ["authorization_code", *["refresh_token"] * 3]
+    assert user.prompts == 1
+    assert None not in storage.saved  # nothing was erased
+    assert list(storage.tokens.values()) == [storage.saved[-1]]
+
+
+async def test_storages_of_one_file_take_turns(nursery: trio.Nursery, tmp_path: Path) -> None:
+    # Two OAuth objects, each with a FileOAuthStorage of one file (two spellings of
+    # its path): one token there, so their refreshes of it take turns too. (Not
+    # separate processes: they may still race.)
+    s = await start_refreshing(nursery, expires_in=100, reuse_detection=True)
+    user = User()
+    (tmp_path / "sub").mkdir()
+    first = FileOAuthStorage(tmp_path / "tokens.json")
+    second = FileOAuthStorage(tmp_path / "sub" / ".." / "tokens.json")
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            open_client(
+                s.url, era="modern", auth=oauth(clock=s.time, on_authorize=user, storage=first)
+            ) as a,
+            open_client(
+                s.url, era="modern", auth=oauth(clock=s.time, on_authorize=user, storage=second)
+            ) as b,
+        ):
+            await a.call_tool("whoami", {})
+            await b.call_tool("whoami", {})  # the stored token: no prompt
+            # (b's first refusal, after the first expiry, has it discover the metadata
+            # it refreshes by: from the second on, both refresh at once.)
+            for _ in range(3):
+                s.time.advance(200)
+                assert await _call_both(a, b) == [GRANTED, GRANTED]
+    assert s.asrv.reused == 0
+    assert _grants(s) == ["authorization_code", *["refresh_token"] * 3]
+    assert user.prompts == 1
+
+
+async def test_clients_of_one_storage_in_two_trio_runs_take_turns(nursery: trio.Nursery) -> None:
+    # Two OAuth objects share one storage, one in this Trio run, one in a thread
+    # running its own: a trio.Lock would not hold the second back. It calls while the
+    # first one's refresh is at the authorization server (held there): it waits, then
+    # takes the token the first one stored.
+    s = await start_refreshing(nursery, expires_in=100, reuse_detection=True)
+    user = User()
+    storage = Storage()
+    here = oauth(clock=s.time, on_authorize=user, storage=storage)
+    there = oauth(clock=s.time, on_authorize=user, storage=storage)
+    ours = trio.lowlevel.current_trio_token()
+    theirs: list[tuple[trio.lowlevel.TrioToken, trio.Event]] = []  # (its run, its go)
+    opened, blocked = trio.Event(), trio.Event()
+    texts: list[str] = []
+
+    async def in_the_thread(go: trio.Event) -> None:
+        with trio.fail_after(IO_TIMEOUT):
+            async with open_client(s.url, era="modern", auth=there) as client:
+                await client.call_tool("whoami", {})  # the stored token, by discovery
+                ours.run_sync_soon(opened.set)
+                await go.wait()
+
+                async def call() -> None:
+                    texts.append((await client.call_tool("whoami", {})).text)
+
+                async with trio.open_nursery() as calls:
+                    calls.start_soon(call)
+                    await trio.testing.wait_all_tasks_blocked()
+                    ours.run_sync_soon(blocked.set)  # (waiting for its turn)
+
+    def thread() -> None:
+        async def main() -> None:
+            go = trio.Event()
+            theirs.append((trio.lowlevel.current_trio_token(), go))
+            await in_the_thread(go)
+
+        trio.run(main)
+
+    async def call_here(client: Client) -> None:
+        texts.append((await client.call_tool("whoami", {})).text)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=here) as client:
+            await client.call_tool("whoami", {})
+            async with trio.open_nursery() as tasks:
+                tasks.start_soon(trio.to_thread.run_sync, thread)
+                await opened.wait()
+                s.time.advance(200)  # expired, for both
+                s.asrv.refresh_gate = gate = trio.Event()
+                tasks.start_soon(call_here, client)
+                await s.asrv.refresh_asked.wait()  # its refresh is at the AS, held
+                [(token, go)] = theirs
+                token.run_sync_soon(go.set)
+                await blocked.wait()
+                gate.set()
+    assert texts == [GRANTED, GRANTED]
+    assert s.asrv.reused == 0
+    assert _grants(s) == ["authorization_code", "refresh_token"]
+    assert user.prompts == 1
+
+
+async def test_a_refused_refresh_leaves_a_stored_token_it_cannot_use(
+    nursery: trio.Nursery,
+) -> None:
+    # The refresh is refused; the storage now holds another token, bound to another
+    # DPoP key (another process's client, which uses it). This client cannot use it,
+    # and does not erase it: it forgets only the very token refused.
+    s = await start_refreshing(nursery, expires_in=100)
+    storage = Storage()
+    gate = trio.Event()
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth(clock=s.time, storage=storage)) as c:
+            await c.call_tool("whoami", {})
+            s.time.advance(200)
+            s.asrv.refresh_gate = gate
+            key = (s.url, s.asrv.issuer)
+            other = OAuthToken(
+                access_token="theirs",
+                token_type="DPoP",
+                expires_at=s.time() + 100,
+                dpop_jkt="their-key-thumbprint",
+            )
+            async with trio.open_nursery() as tasks:
+                tasks.start_soon(c.call_tool, "whoami", {})
+                await s.asrv.refresh_asked.wait()
+                s.asrv.refresh.clear()  # spent, by the other process
+                storage.tokens[key] = other
+                storage.saved.clear()
+                gate.set()
+    # It authorized anew (its own token saved over the other's, as before), but never
+    # saved None over the other's token first.
+    assert storage.saved and None not in storage.saved
+
+
+# ------------------------------------------------------------------ the turns themselves
+
+
+async def _turns(cancel_when: str, autojump_clock: trio.testing.MockClock) -> list[str]:
+    """Three takers of one turn, in order; the second one is cancelled while it waits
+    (``cancel_when="waiting"``) or once the first has handed it the turn, before it
+    runs (``"handed"``). Who held the turn, in order."""
+    storage = object()
+    held: list[str] = []
+    second = trio.CancelScope()
+
+    async def take(name: str) -> None:
+        async with refresh_turn(storage, "https://mcp.example/mcp", "https://as.example"):
+            held.append(name)
+            await trio.sleep(1)
+
+    async def first() -> None:
+        await take("first")
+        if cancel_when == "handed":
+            second.cancel()  # (no checkpoint since the hand-over)
+
+    async def cancelled_second() -> None:
+        with second:
+            await take("second")
+
+    with trio.fail_after(10):  # (virtual: a turn never handed on ends the test)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(first)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(cancelled_second)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(take, "third")
+            await trio.testing.wait_all_tasks_blocked()
+            if cancel_when == "waiting":
+                second.cancel()
+    assert not _TURNS  # (no entry is left behind)
+    return held
+
+
+async def test_a_turn_is_first_come_first_served(autojump_clock: trio.testing.MockClock) -> None:
+    assert await _turns("never", autojump_clock) == ["first", "second", "third"]
+
+
+async def test_a_taker_cancelled_while_it_waits_leaves_the_queue(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    assert await _turns("waiting", autojump_clock) == ["first", "third"]
+
+
+async def test_a_taker_cancelled_once_handed_the_turn_passes_it_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    assert await _turns("handed", autojump_clock) == ["first", "third"]
