@@ -1120,7 +1120,10 @@ class Authorizer:
         self._generation += 1
         self._storing = True
         try:
-            await oauth.storage.save_token(resource, issuer, token)
+            # (In turn with refreshes of the storage's token: a refused one, which
+            # forgets the token it read there, must not forget this one instead.)
+            async with refresh_turn(oauth.storage, resource, issuer):
+                await oauth.storage.save_token(resource, issuer, token)
         finally:
             self._storing = False
         self._commit(issuer, metadata, resource, prm, client, token, scope)

@@ -14,6 +14,7 @@ from pathlib import Path
 import trio
 import trio.testing
 
+from mcp_sansio import BearerChallenge
 from mcp_trio import (
     Client,
     ClientCredentials,
@@ -252,6 +253,50 @@ async def test_a_refused_refresh_leaves_a_stored_token_it_cannot_use(
     # It authorized anew (its own token saved over the other's, as before), but never
     # saved None over the other's token first.
     assert storage.saved and None not in storage.saved
+
+
+async def test_a_refused_refresh_does_not_forget_the_token_a_flow_stores_meanwhile(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Client a's refresh is refused and reads the storage again: the token it
+    # refreshed, to forget. Meanwhile client b (a step-up) stores a new token there.
+    # Before, a then erased b's token (the next client had the user authorize again);
+    # now b's save waits for a's turn, and the storage keeps b's token.
+    s = await start_refreshing(nursery, expires_in=100, scopes_supported=["mcp", "more"])
+    reread, resume = trio.Event(), trio.Event()
+    loads: int | None = None  # (counted once a's refresh starts)
+
+    class PausedReread(Storage):
+        async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+            nonlocal loads
+            found = await super().load_token(resource, issuer)
+            if loads is not None:
+                loads += 1
+            if loads == 2:  # (a's second read, after the refusal: paused once read)
+                reread.set()
+                await resume.wait()
+            return found
+
+    storage = PausedReread()
+    auth = oauth(clock=s.time, storage=storage)
+    a, b = auth.bind(s.url), auth.bind(s.url)
+    key = (s.url, s.asrv.issuer)
+    with trio.fail_after(IO_TIMEOUT):
+        await a.challenged(401, BearerChallenge(), None)
+        await b.challenged(401, BearerChallenge(), None)  # the stored token
+        s.time.advance(200)
+        s.asrv.refresh.clear()  # revoked: the refresh is refused
+        loads = 0
+        async with trio.open_nursery() as tasks:
+            tasks.start_soon(a.ready, nursery)
+            await reread.wait()
+            step_up = BearerChallenge(error="insufficient_scope", scope="mcp more")
+            tasks.start_soon(b.challenged, 403, step_up, b.authorization())
+            await trio.testing.wait_all_tasks_blocked()  # (b's flow has its token)
+            resume.set()
+    assert b.token is not None and "more" in (b.token.scope or "")
+    assert a.token is None
+    assert storage.tokens == {key: b.token}
 
 
 # ------------------------------------------------------------------ the turns themselves
