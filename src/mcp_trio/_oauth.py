@@ -69,7 +69,7 @@ back bound to it (``OAuthToken.dpop_jkt``; a stored one bound to another key is 
 used), and every request presents it as ``Authorization: DPoP`` with a fresh proof, made
 as the request is framed (:meth:`Authorizer.proof`, the pool's ``proof`` hook: a bearer
 token's requests make none). A ``use_dpop_nonce`` answer is sent once more with the
-server's nonce (:meth:`Authorizer.took_nonce`; the authorization server's in
+nonce of that answer (:meth:`Authorizer.took_nonce`; the authorization server's in
 ``Authorizer._token_post``), never twice.
 
 Every exchange with the metadata endpoints and the authorization server is one request
@@ -88,6 +88,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
 from urllib.parse import urlsplit
@@ -644,6 +645,17 @@ _MAX_DPOP_NONCES: Final = 32
 """How many servers' last DPoP nonce an :class:`OAuth` keeps."""
 
 
+_RETRY_NONCE: Final[ContextVar[tuple[Authorizer, str, bool] | None]] = ContextVar(
+    "mcp_trio_dpop_retry_nonce", default=None
+)
+"""The nonce of the ``use_dpop_nonce`` refusal a task's request got, whose, and whether
+the request went again with it (:meth:`Authorizer.took_nonce`): the task that sends a
+request frames it again (the pool's ``proof`` hook, or the WebSocket handshake), and
+only that task sees this, so requests refused together each go again with their own
+nonce (a server may take each nonce once: RFC 9449 section 9). Once the server took
+that request (:meth:`Authorizer.accepted`), the nonce is the one of the next proofs;
+the task's next proof forgets it."""
+
 _TOKEN_ENDPOINT: Final = "as"
 _RESOURCE_SERVER: Final = "rs"
 
@@ -877,9 +889,16 @@ class Authorizer:
 
     def accepted(self, sent: bytes | None) -> None:
         """The server answered a request that carried ``sent`` without asking for
-        authorization: a token just obtained is good."""
+        authorization: a token just obtained is good. The request sent again with the
+        nonce of its ``use_dpop_nonce`` refusal (:meth:`took_nonce`): that nonce is
+        the server's, for the next proofs (unless the answer gives another:
+        :meth:`answered`)."""
         if sent is not None and sent == self._unconfirmed:
             self._unconfirmed = None
+        retry = _RETRY_NONCE.get()
+        if retry is not None and retry[0] is self and retry[2]:
+            _RETRY_NONCE.set(None)
+            self._keep_nonce(_RESOURCE_SERVER, self._http_url, retry[1])
 
     async def refreshed(self, sent: bytes | None, nursery: trio.Nursery, timeout: float) -> bool:
         """A one-way message that carried ``sent`` was refused with ``401``: whether it
@@ -1297,25 +1316,38 @@ class Authorizer:
             return None
         key = self.oauth._dpop_key
         assert key is not None  # (a DPoP token is only ever used with our key)
+        nonce = None
+        retry = _RETRY_NONCE.get()
+        if retry is not None and retry[0] is self:
+            whose, given, sent = retry
+            # The request sent again: its refusal's nonce (then, see accepted); any
+            # later request of the task: the server's last, as usual.
+            _RETRY_NONCE.set(None if sent else (whose, given, True))
+            nonce = None if sent else given
         return self._dpop_proof(
             key,
             method,
             self._http_url,
             authorization[5:].decode("ascii"),
             role=_RESOURCE_SERVER,
+            nonce=nonce,
         ).encode("ascii")
 
     def took_nonce(self, sent: bytes | None, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """The server refused a request that carried ``sent`` with a ``401``
-        ``use_dpop_nonce`` challenge (RFC 9449 section 9): whether it gave a nonce
-        (kept for the next proofs), so that the request may be sent once more."""
+        ``use_dpop_nonce`` challenge (RFC 9449 section 9): whether it gave a nonce, so
+        that the request may be sent once more. The next proof this task makes (that
+        request's, sent again) carries this very nonce: with requests refused at once,
+        the origin's last nonce is another's, which a server that takes each nonce
+        once refuses. It becomes the one of later proofs once the server took that
+        request (:meth:`accepted`): before, another request would spend it first."""
         if sent is None or not sent.startswith(b"DPoP "):
             return False
         pairs = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers]
         nonce = dpop_nonce_of(401, pairs, error="use_dpop_nonce")
         if nonce is None:
             return False
-        self._keep_nonce(_RESOURCE_SERVER, self._http_url, nonce)
+        _RETRY_NONCE.set((self, nonce, False))
         return True
 
     def answered(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
@@ -1345,8 +1377,13 @@ class Authorizer:
         access_token: str | None = None,
         *,
         role: str,
+        nonce: str | None = None,
     ) -> str:
+        """A proof with ``nonce``, else the server's last one (if any)."""
         from ._signing import new_jti  # noqa: PLC0415 (loaded with the key)
+
+        if nonce is None:
+            nonce = self.oauth._dpop_nonces.get(_nonce_key(role, url))
 
         return dpop_proof(
             jwk=key.public_jwk,
@@ -1357,7 +1394,7 @@ class Authorizer:
             now=self.oauth.clock(),
             jti=new_jti(),
             access_token=access_token,
-            nonce=self.oauth._dpop_nonces.get(_nonce_key(role, url)),
+            nonce=nonce,
         )
 
     def _client_assertion(self, client: ClientCredentials) -> Callable[[str], str] | None:

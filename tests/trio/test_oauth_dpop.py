@@ -25,6 +25,7 @@ from mcp_sansio import BearerChallenge, OAuthToken
 from mcp_sansio._jose import CLIENT_ASSERTION_TYPE, access_token_hash, jwk_thumbprint
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
+    Client,
     ClientCredentials,
     EnterpriseAuthorization,
     FileOAuthStorage,
@@ -232,6 +233,53 @@ async def test_the_servers_nonce_is_retried_once_then_remembered(nursery: trio.N
     assert nonces[1:] == ["rs-0"] * (len(nonces) - 1)
     assert fake.rs_nonces == ["rs-0"]
     assert len(fake.token_proofs) == 1  # a nonce is no reason to authorize again
+
+
+@attrs.define
+class SingleUseNonces(DpopFake):
+    """Its MCP endpoint takes each nonce it gives once, and gives a new one with each
+    ``use_dpop_nonce`` refusal (RFC 9449 section 9 lets a server ask for a new nonce
+    whenever it likes)."""
+
+    given: set[str] = attrs.field(factory=set)
+    refusals: int = 0
+
+    async def mcp(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if headers.get("authorization", "").startswith("DPoP "):
+            nonce = verify(headers.get("dpop", ""))[1].get("nonce")
+            if nonce not in self.given:
+                self.refusals += 1
+                fresh = f"once-{self.refusals}"
+                self.given.add(fresh)
+                www = 'DPoP error="use_dpop_nonce"'
+                return 401, [("www-authenticate", www), ("dpop-nonce", fresh)], b""
+            self.given.remove(nonce)
+        return await super().mcp(headers, body)
+
+
+async def test_requests_refused_together_each_go_again_with_their_own_nonce(
+    nursery: trio.Nursery,
+) -> None:
+    # Before, each went again with the origin's last nonce, another request's: the
+    # server took it once, and refused the others (about half the calls failed).
+    fake = await start_fake(nursery, SingleUseNonces)
+    texts: list[str] = []
+
+    async def call(client: Client) -> None:
+        texts.append((await client.call_tool("echo", {"text": "hi"})).text)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=oauth(dpop=True)) as client:
+            await client.list_tools()
+            async with trio.open_nursery() as calls:
+                for _ in range(20):
+                    calls.start_soon(call, client)
+            await call(client)  # one after the other, each refused first
+            await call(client)
+    assert texts == ["hi"] * 22
+    assert len(fake.token_proofs) == 1  # no new authorization
 
 
 async def test_a_server_that_keeps_asking_for_a_nonce_fails_the_request(
@@ -679,6 +727,12 @@ def test_a_nonce_challenge_to_a_bearer_request_is_not_taken() -> None:
     assert not authorizer.took_nonce(b"Bearer tok", headers)
     assert not authorizer.took_nonce(None, headers)
     assert authorizer.took_nonce(b"DPoP tok", headers)
+    # The request sent again carries it; once the server took that request, it is
+    # the server's nonce for the next proofs (before, another request could spend it).
+    proof = authorizer.proof("POST", b"DPoP tok")
+    assert proof is not None and verify(proof.decode())[1]["nonce"] == "n"
+    assert auth._dpop_nonces == {}
+    authorizer.accepted(b"DPoP tok")
     assert auth._dpop_nonces == {"rs http://127.0.0.1:1": "n"}
 
 
