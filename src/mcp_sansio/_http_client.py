@@ -488,8 +488,10 @@ def split_broken(
 def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:
     """What an error status the client does not act on says, for people, with the
     headers quoted in the error's ``data``: a redirect not followed names its
-    ``Location``, a ``401`` the server's ``WWW-Authenticate`` challenge, a ``2xx`` (with
-    a body neither JSON nor SSE) its ``Content-Type``."""
+    ``Location``, a ``401`` the server's ``WWW-Authenticate`` challenge (so does a
+    ``400`` or ``403`` that has one: a malformed token, RFC 6750 ``invalid_request``;
+    a scope too narrow), a ``2xx`` (with a body neither JSON nor SSE) its
+    ``Content-Type``."""
     if 300 <= head.status < 400 and (shown := (head.header("location") or "")[:200]):
         return f"the redirect is not followed (Location: {shown})", {"location": shown}
     if 200 <= head.status < 300:  # (neither JSON nor SSE: the spec's MUST, transports.mdx)
@@ -500,9 +502,15 @@ def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:
         shown = ctype[:200]
         why = f"Content-Type {shown!r} is neither application/json nor text/event-stream"
         return why, {"contentType": shown}
-    if head.status == 401:
-        shown = (head.header("www-authenticate") or "")[:500]
-        why = "the server wants authorization" + (f" (WWW-Authenticate: {shown})" if shown else "")
+    challenge = head.header("www-authenticate")
+    if head.status == 401 or (challenge and head.status in (400, 403)):
+        shown = (challenge or "")[:500]
+        why = (
+            "the server wants authorization"
+            if head.status == 401
+            else "the server refused the credentials sent"
+        )
+        why += f" (WWW-Authenticate: {shown})" if shown else ""
         return why, {"wwwAuthenticate": shown}
     return None
 

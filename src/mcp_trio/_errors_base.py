@@ -194,14 +194,17 @@ def name_the_endpoint(failed: HandshakeFailed, url: str) -> None:
 
     - 404: no MCP endpoint at that path (``serve_http`` serves ``/mcp``; a URL without
       it, or with another path, is the common slip);
-    - 400 with no words of the server's: what a WebSocket server (``serve_websocket``)
-      answers a plain HTTP request; the ``ws://`` URL is suggested.
+    - 400 with no words of the server's, nor a ``WWW-Authenticate`` challenge (a
+      malformed token: its challenge is named instead): what a WebSocket server
+      (``serve_websocket``) answers a plain HTTP request; the ``ws://`` URL is
+      suggested.
     """
     error = failed.error
-    status = error.data.get("httpStatus") if isinstance(error.data, dict) else None
+    data = error.data if isinstance(error.data, dict) else {}
+    status = data.get("httpStatus")
     if status == 404:
         hint = f"no MCP endpoint at {url!r} (mcp_trio's serve_http serves one at /mcp)"
-    elif status == 400 and error.message == "HTTP: status 400":
+    elif status == 400 and error.message == "HTTP: status 400" and "wwwAuthenticate" not in data:
         scheme, rest = url.split(":", 1)
         ws = ("wss" if scheme.lower() == "https" else "ws") + ":" + rest
         hint = (
