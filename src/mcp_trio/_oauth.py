@@ -24,8 +24,9 @@ one URL share one, so that a new connection starts with the token of the last:
   :class:`OAuth`, or of one storage object, in any thread): their refreshes of one
   token take turns (:mod:`._oauth_turn`), and the refresh takes the storage's token
   instead when another client stored a newer one, reads it again after a refusal,
-  and forgets the stored token only if it is still the one refused. A refresh that ends while a
-  flow is storing its token, or after, drops its outcome (memory and storage);
+  and forgets the stored token only if it is still the one refused (and no flow
+  began to save its own meanwhile). A refresh that ends while a flow is storing its token, or after,
+  drops its outcome (memory and storage);
 * when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``, to a
   request other than a ``ping`` (:meth:`Authorizer.challenged`; a ping is treated as a
   one-way message is, below: see :mod:`mcp_trio._keepalive`, "Authorization"):
@@ -129,7 +130,7 @@ from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
-from ._oauth_turn import refresh_turn
+from ._oauth_turn import Turn, note_save, refresh_turn
 from ._util import check_count, check_seconds, is_websocket_url
 
 if TYPE_CHECKING:
@@ -1139,10 +1140,10 @@ class Authorizer:
         self._generation += 1
         self._storing = True
         try:
-            # (In turn with refreshes of the storage's token: a refused one, which
-            # forgets the token it read there, must not forget this one instead.)
-            async with refresh_turn(oauth.storage, resource, issuer):
-                await oauth.storage.save_token(resource, issuer, token)
+            # (Said first: a refused refresh in turn, which forgets the token it read
+            # in the storage, must not forget this one instead.)
+            note_save(oauth.storage, resource, issuer)
+            await oauth.storage.save_token(resource, issuer, token)
         finally:
             self._storing = False
         self._commit(issuer, metadata, resource, prm, client, token, scope)
@@ -1384,7 +1385,6 @@ class Authorizer:
 
         if nonce is None:
             nonce = self.oauth._dpop_nonces.get(_nonce_key(role, url))
-
         return dpop_proof(
             jwk=key.public_jwk,
             alg=key.alg,
@@ -1797,11 +1797,11 @@ class Authorizer:
         """
         storage = self.oauth.storage
         if resource is None:  # (nothing stored: nobody to take turns with)
-            return await self._renew_now(token, metadata, issuer, resource, client, current)
+            return await self._renew_now(token, metadata, issuer, None, client, current, None)
         # One refresh at a time of this token of the storage, in the whole process: a
         # client that comes second takes the token the first one stored.
-        async with refresh_turn(storage, resource, issuer):
-            return await self._renew_now(token, metadata, issuer, resource, client, current)
+        async with refresh_turn(storage, resource, issuer) as turn:
+            return await self._renew_now(token, metadata, issuer, resource, client, current, turn)
 
     async def _renew_now(
         self,
@@ -1811,8 +1811,9 @@ class Authorizer:
         resource: str | None,
         client: ClientCredentials | None,
         current: Callable[[], bool],
+        turn: Turn | None,
     ) -> tuple[OAuthToken | None, ClientCredentials | None, bool]:
-        """:meth:`_renew`, its turn taken."""
+        """:meth:`_renew`, its ``turn`` taken (``None``: no ``resource``)."""
         storage, clock = self.oauth.storage, self.oauth.clock
         for _ in range(2):  # (the token in the storage may need a refresh itself)
             stored = None if resource is None else await storage.load_token(resource, issuer)
@@ -1828,16 +1829,20 @@ class Authorizer:
             new, client = await self._refresh_exchange(token, metadata, resource, client)
         except (OAuthError, trio.TooSlowError) as exc:
             logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
+            saves = None if turn is None else turn.saves
             stored = None if resource is None else await storage.load_token(resource, issuer)
             if stored is not None and stored != token and self._usable(stored) is not None:
                 if not stored.expired(clock()):
                     return stored, client, False  # another client refreshed it meanwhile
                 return None, client, False
             # Forget only the very token refused: another one there (bound to another
-            # process's DPoP key, say) is not this client's to erase.
+            # process's DPoP key, say) is not this client's to erase, nor one a flow
+            # began to save since the storage was read (no checkpoint from this check
+            # to the save: a later one comes after it).
             if stored is not None and stored == token and current():
-                assert resource is not None
-                await self._store(resource, issuer, None)
+                assert resource is not None and turn is not None
+                if turn.saves == saves:
+                    await self._store(resource, issuer, None)
             return None, client, False
         if resource is not None and current():
             await self._store(resource, issuer, new)

@@ -19,6 +19,11 @@ first waiter and sets that event through the waiter's run (its
 after the turn was handed to it passes it on. The table of turns keeps an entry only
 while someone holds or waits for it (as :mod:`._oauth_store`'s file locks do).
 
+A flow's save of its new token does not wait for a refresh (the user just authorized;
+the refresh may hang until its timeout): it only says it began (:func:`note_save`), so
+that a refused refresh, which forgets the token it read in the storage, does not forget
+the flow's instead.
+
 Separate processes sharing one file are not serialized (no lock file: a process that
 hangs would stall the others): they may still race.
 """
@@ -33,10 +38,10 @@ from typing import Final, final
 
 import trio
 
-__all__ = ["refresh_turn"]
+__all__ = ["Turn", "note_save", "refresh_turn"]
 
 _MUTEX: Final = threading.Lock()
-"""Guards :data:`_TURNS` and every :class:`_Turn`'s state (any thread may touch them)."""
+"""Guards :data:`_TURNS` and every :class:`Turn`'s state (any thread may touch them)."""
 
 
 @final
@@ -50,13 +55,17 @@ class _Waiter:
 
 
 @final
-class _Turn:
+class Turn:
     """A first-come-first-served lock that Trio tasks of any run (any thread) take
     turns at (see the module docs)."""
 
-    __slots__ = ("held", "users", "waiters")
+    __slots__ = ("held", "saves", "users", "waiters")
 
     def __init__(self) -> None:
+        self.saves = 0
+        """Saves of the token begun outside the turn (a flow's: :func:`note_save`)
+        while the turn was in use: a holder compares it before and after reading the
+        storage, so as not to forget a token saved meanwhile."""
         self.held = False
         self.users = 0  # (holders and waiters: the entry goes when none is left)
         self.waiters: deque[_Waiter] = deque()
@@ -100,29 +109,43 @@ class _Turn:
             return
 
 
-_TURNS: Final[dict[tuple[object, str, str], _Turn]] = {}
+_TURNS: Final[dict[tuple[object, str, str], Turn]] = {}
 """The turn of each ``(id(storage), resource, issuer)`` in use (an entry lives while a
 user holds the storage: its id is not reused meanwhile); for a storage that names what
 it keeps the tokens in (:class:`~mcp_trio.FileOAuthStorage`: its file and namespace),
 that name instead of its id, so that two storages of one file take turns too."""
 
 
-@asynccontextmanager
-async def refresh_turn(storage: object, resource: str, issuer: str) -> AsyncIterator[None]:
-    """Hold the turn to refresh (or write) the token ``issuer`` issued for
-    ``resource`` in ``storage``: one holder at a time in the process, whatever the
-    thread or Trio run; the others wait, first come first served (cancellable)."""
+def _key(storage: object, resource: str, issuer: str) -> tuple[object, str, str]:
     where = getattr(storage, "_refresh_turn_key", None)
-    key = (id(storage) if where is None else where, resource, issuer)
+    return (id(storage) if where is None else where, resource, issuer)
+
+
+def note_save(storage: object, resource: str, issuer: str) -> None:
+    """A save of the token ``issuer`` issued for ``resource`` in ``storage`` begins
+    outside the turn (a flow's new token: it does not wait for a refresh): counted in
+    :attr:`Turn.saves`, if the turn is in use."""
+    with _MUTEX:
+        turn = _TURNS.get(_key(storage, resource, issuer))
+        if turn is not None:
+            turn.saves += 1
+
+
+@asynccontextmanager
+async def refresh_turn(storage: object, resource: str, issuer: str) -> AsyncIterator[Turn]:
+    """Hold the turn to refresh the token ``issuer`` issued for ``resource`` in
+    ``storage``: one holder at a time in the process, whatever the thread or Trio run;
+    the others wait, first come first served (cancellable)."""
+    key = _key(storage, resource, issuer)
     with _MUTEX:
         turn = _TURNS.get(key)
         if turn is None:
-            turn = _TURNS[key] = _Turn()
+            turn = _TURNS[key] = Turn()
         turn.users += 1
     try:
         await turn.acquire()
         try:
-            yield
+            yield turn
         finally:
             turn.release()
     finally:

@@ -261,7 +261,8 @@ async def test_a_refused_refresh_does_not_forget_the_token_a_flow_stores_meanwhi
     # Client a's refresh is refused and reads the storage again: the token it
     # refreshed, to forget. Meanwhile client b (a step-up) stores a new token there.
     # Before, a then erased b's token (the next client had the user authorize again);
-    # now b's save waits for a's turn, and the storage keeps b's token.
+    # now a sees that a save began since it read the storage, and forgets nothing:
+    # the storage keeps b's token (b's save never waits for a refresh).
     s = await start_refreshing(nursery, expires_in=100, scopes_supported=["mcp", "more"])
     reread, resume = trio.Event(), trio.Event()
     loads: int | None = None  # (counted once a's refresh starts)
@@ -292,7 +293,7 @@ async def test_a_refused_refresh_does_not_forget_the_token_a_flow_stores_meanwhi
             await reread.wait()
             step_up = BearerChallenge(error="insufficient_scope", scope="mcp more")
             tasks.start_soon(b.challenged, 403, step_up, b.authorization())
-            await trio.testing.wait_all_tasks_blocked()  # (b's flow has its token)
+            await trio.testing.wait_all_tasks_blocked()  # (b's flow has saved its token)
             resume.set()
     assert b.token is not None and "more" in (b.token.scope or "")
     assert a.token is None
