@@ -377,10 +377,11 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
 
     Raises:
         LocalProtocolError: ``resultType`` is not ``"task"``, a required ``Task`` member is
-            missing, the status is not a known one, a ``statusMessage`` is not a string or
-            a ``pollIntervalMs`` not a non-negative number (what a client refuses to read:
-            :func:`parse_task_state`), or it carries a payload that belongs on
-            ``tasks/get`` (``result``, ``error``, ``inputRequests``) or MRTR's
+            missing, the status is not a known one, ``createdAt`` or ``lastUpdatedAt`` is
+            not a string, ``ttlMs`` not a non-negative number or null, a ``statusMessage``
+            not a string or a ``pollIntervalMs`` not a non-negative number (what a client
+            refuses to read: :func:`parse_task_state`), or it carries a payload that
+            belongs on ``tasks/get`` (``result``, ``error``, ``inputRequests``) or MRTR's
             ``requestState``.
     """
     if result.get("resultType") != RESULT_TYPE_TASK:
@@ -390,6 +391,16 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
         raise LocalProtocolError(f"a CreateTaskResult needs {', '.join(missing)}")
     if not isinstance(result["taskId"], str) or result["status"] not in TRANSITIONS:
         raise LocalProtocolError("a CreateTaskResult needs a string taskId and a known status")
+    # The extension's Task: both timestamps strings (ISO 8601), ttlMs a number or null.
+    if (
+        not isinstance(result["createdAt"], str)
+        or not isinstance(result["lastUpdatedAt"], str)
+        or isinstance(_duration(result, "ttlMs", nullable=True), ErrorData)
+    ):
+        raise LocalProtocolError(
+            "a CreateTaskResult's createdAt and lastUpdatedAt are strings and its ttlMs a"
+            " non-negative number of milliseconds or null"
+        )
     message = result.get("statusMessage")
     if (message is not None and not isinstance(message, str)) or isinstance(
         _duration(result, "pollIntervalMs", nullable=False), ErrorData

@@ -426,6 +426,11 @@ def test_a_task_augmented_elicitation_is_answered_with_a_create_task_result(
         {**TASK, "taskId": 1},
         {**TASK, "ttl": "60000"},
         {k: v for k, v in TASK.items() if k != "createdAt"},
+        # The schema's Task: createdAt and lastUpdatedAt strings, ttl an integer or null.
+        {**TASK, "createdAt": 0},
+        {**TASK, "lastUpdatedAt": None},
+        {**TASK, "ttl": True},
+        {**TASK, "ttl": 1.5},
         # The schema's optional members: pollInterval an integer, statusMessage a string.
         {**TASK, "pollInterval": "500"},
         {**TASK, "pollInterval": 1.5},

@@ -30,6 +30,7 @@ from mcp_sansio._tasks import (
     may_return_task,
     missing_tasks_capability,
     parse_task_id,
+    parse_task_state,
     parse_update_params,
     task_not_found,
     without_tasks_extension,
@@ -220,11 +221,51 @@ def test_a_result_kept_encoded_is_embedded_as_it_is() -> None:
         {**task().create_result(), "pollIntervalMs": -1},
         {**task().create_result(), "pollIntervalMs": None},
         {**task().create_result(), "pollIntervalMs": True},
+        {**task().create_result(), "createdAt": 0},
+        {**task().create_result(), "lastUpdatedAt": None},
+        {**task().create_result(), "ttlMs": "60000"},
+        {**task().create_result(), "ttlMs": -1},
+        {**task().create_result(), "ttlMs": False},
     ],
 )
 def test_malformed_create_task_results_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(LocalProtocolError):
         check_create_task_result(bad)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("createdAt", "2025-11-25T10:30:00.000Z"),
+        ("createdAt", 0),
+        ("createdAt", None),
+        ("lastUpdatedAt", "2025-11-25T10:30:00.000Z"),
+        ("lastUpdatedAt", 1.5),
+        ("lastUpdatedAt", ["2025-11-25T10:30:00.000Z"]),
+        ("ttlMs", None),
+        ("ttlMs", 0),
+        ("ttlMs", 60_000.0),
+        ("ttlMs", 1.5),
+        ("ttlMs", "60000"),
+        ("ttlMs", -1),
+        ("ttlMs", -0.5),
+        ("ttlMs", True),
+        ("ttlMs", float("inf")),
+        ("ttlMs", {}),
+    ],
+)
+def test_a_create_task_result_goes_out_exactly_when_a_client_reads_it(
+    name: str, value: Any
+) -> None:
+    # The server's check and the client's reading (parse_task_state) agree on the
+    # Task's timestamps (strings) and ttlMs (a non-negative number, or null).
+    created = {**task().create_result(), name: value}
+    refused_by_client = isinstance(parse_task_state(created, detailed=False), ErrorData)
+    if refused_by_client:
+        with pytest.raises(LocalProtocolError, match="CreateTaskResult"):
+            check_create_task_result(created)
+    else:
+        check_create_task_result(created)
 
 
 # ---------------------------------------------------------------- params
@@ -261,6 +302,8 @@ def test_a_task_result_goes_out_only_where_the_extension_was_declared() -> None:
         server.send_result(3, {**created, "result": {}})
     with pytest.raises(LocalProtocolError, match="resultType 'other'"):
         server.send_result(3, {"resultType": "other"})
+    with pytest.raises(LocalProtocolError, match="ttlMs"):
+        server.send_result(3, {**created, "ttlMs": "60000"})  # (a client refuses it)
     # Refused calls changed nothing: every request can still be answered.
     assert server.data_to_send() == []
     server.send_result(3, created)
