@@ -377,20 +377,28 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
 
     Raises:
         LocalProtocolError: ``resultType`` is not ``"task"``, a required ``Task`` member is
-            missing, the status is not a known one, ``createdAt`` or ``lastUpdatedAt`` is
-            not a string, ``ttlMs`` not a non-negative number or null, a ``statusMessage``
-            not a string or a ``pollIntervalMs`` not a non-negative number (what a client
-            refuses to read: :func:`parse_task_state`), or it carries a payload that
-            belongs on ``tasks/get`` (``result``, ``error``, ``inputRequests``) or MRTR's
-            ``requestState``.
+            missing, the ``taskId`` is not a non-empty string, the status not a known one,
+            ``createdAt`` or ``lastUpdatedAt`` not a string, ``ttlMs`` not a non-negative
+            number or null, a ``statusMessage`` not a string or a ``pollIntervalMs`` not a
+            non-negative number (what a client refuses to read: :func:`parse_task_state`),
+            or it carries a payload that belongs on ``tasks/get`` (``result``, ``error``,
+            ``inputRequests``) or MRTR's ``requestState``.
     """
     if result.get("resultType") != RESULT_TYPE_TASK:
         raise LocalProtocolError("a CreateTaskResult has resultType 'task'")
     missing = [name for name in _REQUIRED_CREATE_FIELDS if name not in result]
     if missing:
         raise LocalProtocolError(f"a CreateTaskResult needs {', '.join(missing)}")
-    if not isinstance(result["taskId"], str) or result["status"] not in TRANSITIONS:
-        raise LocalProtocolError("a CreateTaskResult needs a string taskId and a known status")
+    task_id, status = result["taskId"], result["status"]
+    # (A status that is not a string may not be hashable: TRANSITIONS would raise TypeError.)
+    if (
+        not isinstance(task_id, str)
+        or not task_id
+        or not (isinstance(status, str) and status in TRANSITIONS)
+    ):
+        raise LocalProtocolError(
+            "a CreateTaskResult needs a non-empty string taskId and a known status"
+        )
     # The extension's Task: both timestamps strings (ISO 8601), ttlMs a number or null.
     if (
         not isinstance(result["createdAt"], str)
@@ -432,7 +440,8 @@ def check_legacy_create_task_result(result: Mapping[str, Any]) -> None:
     if (
         not isinstance(task, Mapping)
         or not all(isinstance(task.get(k), str) for k in ("taskId", "createdAt", "lastUpdatedAt"))
-        or task.get("status") not in TRANSITIONS
+        or not isinstance(task.get("status"), str)
+        or task["status"] not in TRANSITIONS
         or "ttl" not in task
         or not (task["ttl"] is None or type(task["ttl"]) is int)
     ):

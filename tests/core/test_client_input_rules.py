@@ -423,6 +423,7 @@ def test_a_task_augmented_elicitation_is_answered_with_a_create_task_result(
         5,
         {k: v for k, v in TASK.items() if k != "ttl"},
         {**TASK, "status": "done"},
+        {**TASK, "status": ["working"]},
         {**TASK, "taskId": 1},
         {**TASK, "ttl": "60000"},
         {k: v for k, v in TASK.items() if k != "createdAt"},

@@ -212,6 +212,8 @@ def test_a_result_kept_encoded_is_embedded_as_it_is() -> None:
         {"resultType": "task", "taskId": "t"},
         {**task().create_result(), "taskId": 3},
         {**task().create_result(), "status": "done"},
+        {**task().create_result(), "status": ["working"]},
+        {**task().create_result(), "taskId": ""},
         {**task().create_result(), "result": {}},
         {**task().create_result(), "requestState": "s"},
         {**task().create_result(), "inputRequests": {}},
