@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Mapping
 from itertools import repeat
 from types import NoneType, UnionType
-from typing import Any, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
+from typing import Any, Final, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
 from cattrs import BaseValidationError, ClassValidationError, IterableValidationError
@@ -475,30 +475,37 @@ _converter.register_unstructure_hook_factory(attrs.has, _attrs_unstructure_hook)
 # ``Any`` members (schemas, ``_meta``, extra fields) hold plain JSON almost always: copy it
 # without cattrs' per-value dispatch, and dispatch only what is not plain JSON.
 _JSON_SCALARS = frozenset({str, int, float, bool, NoneType})
+_RECURSIVE_DEPTH: Final = 64
+"""Plain JSON nested deeper than this is copied by :func:`_unstructure_deep`: the parser
+accepts 1024 levels, and the recursive copy takes two frames a level."""
 
 
-def _unstructure_json(value: Any) -> Any:
+def _unstructure_json(value: Any, depth: int = 0) -> Any:
     kind = type(value)
     # An object or array of scalars only (most of a schema) is copied in one step; an
     # object with other members by _unstructure_mixed.
     if kind is dict:
         if _JSON_SCALARS.issuperset(map(type, value.values())):
             return value.copy()
-        return _unstructure_mixed(value)
+        return _unstructure_mixed(value, depth)
     if kind is list:
         if _JSON_SCALARS.issuperset(map(type, value)):
             return value.copy()
-        return [v if type(v) in _JSON_SCALARS else _unstructure_json(v) for v in value]
+        if depth > _RECURSIVE_DEPTH:
+            return _unstructure_deep(value)
+        return [v if type(v) in _JSON_SCALARS else _unstructure_json(v, depth + 1) for v in value]
     if kind in _JSON_SCALARS:
         return value
     return _converter.unstructure(value)
 
 
-def _unstructure_mixed(value: dict[Any, Any]) -> dict[Any, Any]:
+def _unstructure_mixed(value: dict[Any, Any], depth: int = 0) -> dict[Any, Any]:
     """A copy of an object some of whose members are not scalars: copied, then those
     members replaced by their own copies; an object of scalars among them (a schema's
     properties) without a call, and an object of other members without checking its
     members' types again."""
+    if depth > _RECURSIVE_DEPTH:
+        return _unstructure_deep(value)  # type: ignore[no-any-return]
     out = value.copy()
     for key, member in value.items():
         member_kind = type(member)
@@ -506,10 +513,41 @@ def _unstructure_mixed(value: dict[Any, Any]) -> dict[Any, Any]:
             if _JSON_SCALARS.issuperset(map(type, member.values())):
                 out[key] = member.copy()
             else:
-                out[key] = _unstructure_mixed(member)
+                out[key] = _unstructure_mixed(member, depth + 1)
         elif member_kind not in _JSON_SCALARS:
-            out[key] = _unstructure_json(member)
+            out[key] = _unstructure_json(member, depth + 1)
     return out
+
+
+def _unstructure_deep(value: Any) -> Any:
+    """:func:`_unstructure_json` without recursing: plain dicts and lists are copied
+    with a stack of their own, anything else is unstructured by its class."""
+    top: list[Any] = [None]
+    # (the source container, the copy, the key in the copy to fill)
+    todo: list[tuple[Any, Any, Any]] = [(value, top, 0)]
+    while todo:
+        item, parent, key = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            copy: Any = item.copy()
+            todo.extend(
+                (member, copy, name)
+                for name, member in item.items()
+                if type(member) not in _JSON_SCALARS
+            )
+        elif kind is list:
+            copy = list(item)
+            todo.extend(
+                (member, copy, index)
+                for index, member in enumerate(item)
+                if type(member) not in _JSON_SCALARS
+            )
+        elif kind in _JSON_SCALARS:
+            copy = item
+        else:
+            copy = _converter.unstructure(item)
+        parent[key] = copy
+    return top[0]
 
 
 def _unstructure_json_object(obj: Mapping[Any, Any]) -> dict[Any, Any]:

@@ -50,14 +50,63 @@ PROGRESS_LIMIT: Final = 300
 """Characters of a progress message shown on stderr (folded to one line)."""
 
 
+READABLE_DEPTH: Final = 32
+"""JSON nested deeper than this is shown by :func:`readable_json` as by
+:func:`pretty_json`, one member a line: its line-fitting walk recurses (and costs the
+size times the depth)."""
+TYPE_DEPTH: Final = 16
+"""How deep a listing's signature follows a parameter's schema (``anyOf``, ``items``);
+deeper is ``…``."""
+
+
 def pretty_json(value: Any) -> str:
-    """``value`` as indented JSON (non-ASCII kept as is), for machines (``--raw``)."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """``value`` as indented JSON (non-ASCII kept as is), for machines (``--raw``).
+
+    What ``json.dumps(value, indent=2, ensure_ascii=False)`` writes, without recursing:
+    the wire accepts JSON nested 1024 deep, deeper than Python's encoder can go."""
+    parts: list[str] = []
+    todo: list[str | tuple[Any, int]] = [(value, 0)]  # text to write, or (value, depth)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        value, depth = item
+        if isinstance(value, dict | list | tuple) and value:
+            inner = "\n" + "  " * (depth + 1)
+            todo.append("\n" + "  " * depth + ("}" if isinstance(value, dict) else "]"))
+            members = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            for index in range(len(members) - 1, -1, -1):
+                key, member = members[index]
+                todo.append((member, depth + 1))
+                head = inner if index == 0 else "," + inner
+                if isinstance(value, dict):
+                    name = key if isinstance(key, str) else json.dumps(key)  # (as json does)
+                    head += json.dumps(name, ensure_ascii=False) + ": "
+                todo.append(head)
+            parts.append("{" if isinstance(value, dict) else "[")
+        else:
+            parts.append(json.dumps(value, ensure_ascii=False))
+    return "".join(parts)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` deep."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        members = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        todo.extend((m, depth + 1) for m in members if isinstance(m, dict | list | tuple) and m)
+    return False
 
 
 def readable_json(value: Any, width: int = 80) -> str:
     """``value`` as JSON for people: indented, but an array or object that fits in the
-    line is kept on it."""
+    line is kept on it (nested past :data:`READABLE_DEPTH`: as :func:`pretty_json`)."""
+    if isinstance(value, dict | list | tuple) and _deeper_than(value, READABLE_DEPTH):
+        return pretty_json(value)
     return _readable(value, width, 0, 0)
 
 
@@ -86,11 +135,28 @@ def _size(b64: str) -> str:
 def _as_json(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # (a server's "[[[[...": nested past the stack)
         return _NOT_JSON
 
 
+def _same(value: Any, other: Any) -> bool:
+    """``value == other``, false when they nest too deep to compare."""
+    try:
+        return bool(value == other)
+    except RecursionError:
+        return False
+
+
 _NOT_JSON = object()
+
+
+def _compact(value: Any) -> str:
+    """``value`` as JSON on one line (nested too deep for ``json.dumps``: its
+    :func:`pretty_json`, folded)."""
+    try:
+        return json.dumps(value)
+    except RecursionError:
+        return one_line(pretty_json(value), None)
 
 
 # ---------------------------------------------------------------------- content
@@ -140,11 +206,11 @@ def render_tool_output(output: ToolOutput) -> str:
     for block in output.content:
         if structured is not None and isinstance(block, t.TextContent):
             value = _as_json(block.text)
-            if value == structured:
+            if _same(value, structured):
                 continue
             if wrapped and block.text == structured["result"]:
                 show_structured = False  # a string result, sent as plain text
-            elif wrapped and value == structured["result"]:
+            elif wrapped and _same(value, structured["result"]):
                 show_structured = False
                 parts.append(readable_json(value))
                 continue
@@ -167,19 +233,21 @@ def render_prompt(result: t.GetPromptResult) -> str:
 # ---------------------------------------------------------------------- listings
 
 
-def _type_name(schema: Any) -> str:
+def _type_name(schema: Any, depth: int = 0) -> str:
+    if depth > TYPE_DEPTH:
+        return "…"
     if not isinstance(schema, Mapping):
         return "any"
     if "enum" in schema and isinstance(schema["enum"], list):
-        return " | ".join(json.dumps(v) for v in schema["enum"])
+        return " | ".join(_compact(v) for v in schema["enum"])
     if "const" in schema:
-        return json.dumps(schema["const"])
+        return _compact(schema["const"])
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return " | ".join(_type_name(member) for member in schema[key])
+            return " | ".join(_type_name(member, depth + 1) for member in schema[key])
     kind = schema.get("type")
     if kind == "array":
-        return f"{_type_name(schema.get('items'))}[]"
+        return f"{_type_name(schema.get('items'), depth + 1)}[]"
     if isinstance(kind, list):
         return " | ".join(str(k) for k in kind)
     return str(kind) if kind else "any"
@@ -189,12 +257,14 @@ def tool_signature(tool: t.Tool) -> str:
     """``name(arg: type, opt?: type = default)`` from a tool's input schema."""
     schema = tool.input_schema
     props = schema.get("properties")
-    required = set(schema.get("required") or ())
+    # (Read as the spec shapes them, whatever a server sent: names in a list of strings.)
+    listed = schema.get("required")
+    required = {n for n in listed if isinstance(n, str)} if isinstance(listed, list) else set()
     args = []
     for name, prop in (props if isinstance(props, Mapping) else {}).items():
         text = f"{name}{'' if name in required else '?'}: {_type_name(prop)}"
         if isinstance(prop, Mapping) and "default" in prop:
-            text += f" = {json.dumps(prop['default'])}"
+            text += f" = {_compact(prop['default'])}"
         args.append(text)
     return f"{tool.name}({', '.join(args)})"
 
@@ -299,7 +369,7 @@ class ProgressDisplay:
     async def on_log(self, params: t.LoggingMessageNotificationParams) -> None:
         """A ``LogCallback``: show one server log message (at most :data:`LOG_LIMIT`
         characters of it)."""
-        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        data = params.data if isinstance(params.data, str) else _compact(params.data)
         source = f"server {clip(params.logger, 100)}" if params.logger else "server"
         self.line(f"[{source} {params.level}] {clip(data, LOG_LIMIT)}")
 
