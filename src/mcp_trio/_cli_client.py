@@ -50,6 +50,7 @@ from ._cli_util import (
     one_line,
     terminal_safe,
     terminal_safe_json,
+    too_large_limit,
 )
 from ._client import Client, open_client
 from ._client_common import EraChoice
@@ -274,7 +275,15 @@ async def connect(
             problem = describe(exc)
             if problem is None:
                 raise
-            raise CliError(f"cannot connect to {target.label}: {problem.message}") from exc
+            message = problem.message
+            # The library names its own setting; the user's knob is --timeout.
+            cut = message.find("; SessionConfig.handshake_timeout (")
+            if cut >= 0 and handshake is not None:
+                message = (
+                    f"{message[:cut]}; the handshake may take {handshake:g} s (--timeout, "
+                    f"at most {HANDSHAKE_TIMEOUT:g} s)"
+                )
+            raise CliError(f"cannot connect to {target.label}: {message}") from exc
         try:
             yield client
         except McpError as exc:
@@ -292,8 +301,13 @@ def _hint_traceback(target: Target, options: ClientOptions) -> bool:
 
 
 def _internal(exc: McpError) -> bool:
-    """An internal error the server answered (not one HTTP made up, ``HTTP: ...``)."""
-    return exc.code == ErrorCode.INTERNAL_ERROR and not isinstance(exc, TransportFailed)
+    """An internal error the server answered (not one HTTP made up, ``HTTP: ...``, nor
+    this process's refusal of an answer too large to read)."""
+    return (
+        exc.code == ErrorCode.INTERNAL_ERROR
+        and not isinstance(exc, TransportFailed)
+        and too_large_limit(exc) is None
+    )
 
 
 def _server_line(client: Client) -> str:
@@ -306,12 +320,30 @@ def _server_line(client: Client) -> str:
 
 
 def _show(out: TextIO, text: str, *, is_json: bool = False) -> None:
-    """Print ``text``, which holds what the server sent, on ``out``: as it is, or
-    terminal-safe when ``out`` is a terminal (JSON text with JSON escapes, so that it
-    stays the same JSON)."""
+    """Print ``text``, which holds what the server sent, on ``out``: as it is, in UTF-8
+    (whatever the stream's own encoding: on Windows a redirected stdout is the ANSI code
+    page), or terminal-safe when ``out`` is a terminal (JSON text with JSON escapes, so
+    that it stays the same JSON; a character the terminal's encoding lacks as an escape,
+    ``\u2192``)."""
     if out.isatty():
         text = terminal_safe_json(text) if is_json else terminal_safe(text)
-    print(text, file=out)
+        encoding = getattr(out, "encoding", None)
+        if encoding:
+            try:
+                text.encode(encoding)
+            except UnicodeEncodeError:
+                text = text.encode(encoding, "backslashreplace").decode(encoding)
+            except LookupError:
+                pass
+        print(text, file=out)
+        return
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:  # (a text-only stream: it takes any str)
+        print(text, file=out)
+        return
+    out.flush()
+    buffer.write(text.encode("utf-8", "backslashreplace") + b"\n")
+    buffer.flush()
 
 
 # ---------------------------------------------------------------------- commands
@@ -377,7 +409,9 @@ async def call_command(
             tools = {found.name: found for found in await client.list_tools()}
             if tool not in tools:
                 raise CliError(_unknown_tool(tool, sorted(tools)))
-            props = tools[tool].input_schema.get("properties") or {}
+            props = tools[tool].input_schema.get("properties")
+            if not isinstance(props, Mapping):  # (absent, or a server's malformed schema)
+                props = {}
             args = dict(arguments)
             args.update({key: arg_value(value, props.get(key)) for key, value in pairs.items()})
             try:
@@ -433,7 +467,7 @@ async def read_command(
         else:
             try:
                 data = binascii.a2b_base64(item.blob, strict_mode=True)
-            except binascii.Error as exc:
+            except ValueError as exc:  # (binascii.Error; ValueError for non-ASCII)
                 raise CliError(f"the server sent a blob that is not base64 ({exc})") from None
         if out_file == "-":
             out.flush()

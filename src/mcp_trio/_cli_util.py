@@ -43,6 +43,7 @@ __all__ = [
     "one_line",
     "terminal_safe",
     "terminal_safe_json",
+    "too_large_limit",
 ]
 
 EXIT_FAILURE: Final = 1
@@ -131,6 +132,11 @@ def describe(exc: BaseException) -> CliError | None:
             # Made up by the HTTP client for a request the server did not answer (a broken
             # connection, an error status without a JSON-RPC error in its body).
             return CliError(f"the request failed: {found.message}")
+        if (limit := too_large_limit(found)) is not None:
+            return CliError(
+                f"the server's answer is larger than {limit} bytes, the most mcp-trio reads "
+                "in one message"
+            )
         return CliError(f"the server answered with an error: {found.message} ({found.code})")
     if (network := _os_error_text(found)) is not None:
         return CliError(network)
@@ -143,6 +149,17 @@ def describe(exc: BaseException) -> CliError | None:
     if isinstance(found, InputRequiredError):
         return CliError(f"the server needs input this command cannot give: {found}")
     return CliError(str(found) or type(found).__name__)
+
+
+def too_large_limit(exc: McpError) -> int | None:
+    """The client's own message-size bound ``exc`` reports (an answer this process
+    discarded unread: ``data`` of ``{"maxMessageSize": N}``, see
+    ``mcp_sansio._conn_receive``), or ``None`` for an error the server sent."""
+    data = exc.error.data
+    if isinstance(exc, TransportFailed) or not isinstance(data, dict):
+        return None
+    limit = data.get("maxMessageSize")
+    return limit if type(limit) is int else None
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
