@@ -129,6 +129,11 @@ MAX_LIST_PAGES: Final = 1_000
 MAX_LIST_ITEMS: Final = 100_000
 """Auto-pagination gives up past this many items, all pages together: the page bound
 alone lets a server that never stops paging grow the list to pages x items per page."""
+MAX_LIST_BYTES: Final = 64 * 1024 * 1024
+"""Auto-pagination gives up past this many bytes of pages (their JSON), all pages
+together: each page may be as large as a message (4 MiB by default), so the page bound
+alone lets a server grow one listing to gigabytes (pages of one tool with a 4 MB
+description)."""
 MAX_OUTPUT_SCHEMA_NODES: Final = 2_000
 """A tool's ``outputSchema`` with more subschemas than this, its ``$ref``s expanded, is
 not used to validate results: a small schema can expand to one too costly to validate
@@ -1055,12 +1060,14 @@ class Pager:
     Cursors are opaque: the only thing read from one is whether it is there (the spec
     forbids any other "determination based on cursor value", so a stateful server may
     hand out the same string twice, and ``""`` is a cursor like any other). A server
-    that never stops is bounded by :data:`MAX_LIST_PAGES` and :data:`MAX_LIST_ITEMS`.
+    that never stops is bounded by :data:`MAX_LIST_PAGES`, :data:`MAX_LIST_ITEMS` and
+    :data:`MAX_LIST_BYTES`.
 
     Error handling:
         :meth:`add` raises ``RemoteProtocolError`` when a page is malformed (no items
         array, a ``nextCursor`` that is not a string), or there are more than
-        :data:`MAX_LIST_PAGES` pages or :data:`MAX_LIST_ITEMS` items.
+        :data:`MAX_LIST_PAGES` pages, :data:`MAX_LIST_ITEMS` items or
+        :data:`MAX_LIST_BYTES` bytes of pages.
     """
 
     def __init__(self, method: str, key: str, cls: type[Any]) -> None:
@@ -1070,6 +1077,7 @@ class Pager:
         self.items: list[Any] = []
         self.cursor: str | None = None
         self._pages = 0
+        self._bytes = 0
 
     def params(self) -> dict[str, Any] | None:
         """The params of the next page's request."""
@@ -1082,6 +1090,11 @@ class Pager:
             raise RemoteProtocolError(f"invalid {self.method} result: no {self._key!r} array")
         if len(self.items) + len(items) > MAX_LIST_ITEMS:
             raise RemoteProtocolError(f"{self.method}: more than {MAX_LIST_ITEMS} items")
+        self._bytes += _page_bytes(items)
+        if self._bytes > MAX_LIST_BYTES:
+            raise RemoteProtocolError(
+                f"{self.method}: more than {MAX_LIST_BYTES} bytes of pages (MAX_LIST_BYTES)"
+            )
         self.items.extend(structure(item, self._cls) for item in items)
         self._pages += 1
         cursor = result.get("nextCursor")
@@ -1094,6 +1107,27 @@ class Pager:
             raise RemoteProtocolError(f"{self.method}: more than {MAX_LIST_PAGES} pages")
         self.cursor = cursor
         return True
+
+
+def _page_bytes(value: Any) -> int:
+    """About the size of ``value``'s JSON: exact where ``dumps`` can write it, else (it
+    writes 254 levels, the parser reads 1024) the length of its strings and numbers."""
+    try:
+        return len(dumps(value))
+    except TypeError:  # (orjson.JSONEncodeError: nested too deep)
+        pass
+    size, todo = 0, [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            size += sum(len(key) + 4 for key in item)
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            size += 2 + len(item)
+            todo.extend(item)
+        else:
+            size += len(str(item))
+    return size
 
 
 LIST_METHODS: Final[dict[str, tuple[str, type[Any]]]] = {

@@ -1,0 +1,69 @@
+"""Auto-pagination's byte budget: each page may be as large as a message, so a server
+that pages one huge item at a time is stopped by the bytes the pages hold
+(``MAX_LIST_BYTES``), not only by their number and items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from trio.testing import MockClock
+
+from mcp_sansio import ConnectionConfig, RemoteProtocolError
+from mcp_sansio import types as t
+from mcp_trio import Handlers, RequestContext
+from mcp_trio._client import open_client
+from mcp_trio._client_common import MAX_LIST_BYTES, MAX_LIST_PAGES, Pager
+
+CAPABILITIES: dict[str, Any] = {"tools": {}}
+DESCRIPTION = "d" * 4_000_000  # (one string, shared by every page: the test stays small)
+
+
+def test_the_default_budget() -> None:
+    assert MAX_LIST_BYTES == 64 * 1024 * 1024
+
+
+def _page(n: int) -> dict[str, Any]:
+    tool = {"name": f"t{n}", "description": DESCRIPTION, "inputSchema": {"type": "object"}}
+    return {"tools": [tool], "nextCursor": str(n + 1)}
+
+
+def test_pages_past_the_byte_budget_are_refused() -> None:
+    pages = Pager("tools/list", "tools", t.Tool)
+    taken = 0
+    with pytest.raises(RemoteProtocolError, match=f"more than {MAX_LIST_BYTES} bytes"):
+        while pages.add(_page(taken)):
+            taken += 1
+    # 16 pages of 4 MB fit in 64 MiB, the 17th goes past it: far below the page bound.
+    assert taken == MAX_LIST_BYTES // 4_000_000 == 16
+    assert taken < MAX_LIST_PAGES
+
+
+def test_nesting_too_deep_to_encode_is_counted_too() -> None:
+    deep: Any = "x" * 1024 * 1024
+    for _ in range(600):  # (orjson writes 254 levels; the parser reads 1024)
+        deep = {"a": [deep]}
+    schema = {"type": "object", "properties": {"a": deep}}
+    pages = Pager("tools/list", "tools", t.Tool)
+    taken = 0
+    with pytest.raises(RemoteProtocolError, match="bytes of pages"):
+        while pages.add({"tools": [{"name": "t", "inputSchema": schema}], "nextCursor": ""}):
+            taken += 1
+    assert taken == 63  # (each page a little over 1 MiB)
+
+
+async def test_a_client_stops_listing_past_the_budget(autojump_clock: MockClock) -> None:
+    calls: list[Any] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/list")
+    async def huge_pages(ctx: RequestContext) -> dict[str, Any]:
+        calls.append((ctx.params or {}).get("cursor"))
+        return _page(len(calls))
+
+    async with open_client(
+        (handlers, ConnectionConfig(era="legacy", capabilities=CAPABILITIES)), era="legacy"
+    ) as client:
+        with pytest.raises(RemoteProtocolError, match="bytes of pages"):
+            await client.list_tools()
+    assert len(calls) == 17  # (the 17th went past: 17 x 4 MB > 64 MiB)
