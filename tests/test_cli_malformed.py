@@ -15,11 +15,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mcp_sansio import types as t
 from mcp_sansio._json import loads
 from mcp_trio._cli import main
+from mcp_trio._cli_render import ProgressDisplay
 from mcp_trio._cli_util import EXIT_FAILURE
 
 WIRE_SERVER = r"""
@@ -234,3 +237,14 @@ def test_a_handshake_timeout_names_the_cli_s_option(
         f": while opening '{never}' (the legacy handshake); the handshake may take 0.2 s "
         "(--timeout, at most 30 s)\n"
     )
+
+
+async def test_a_log_message_nested_too_deep_for_json_dumps_is_shown() -> None:
+    stream = io.StringIO()
+    data: Any = []
+    for _ in range(1000):
+        data = [data]
+    params = t.LoggingMessageNotificationParams(level="info", data=data)
+    await ProgressDisplay(stream, terminal=False).on_log(params)
+    assert stream.getvalue().startswith("[server info] [ [ [ [")
+    assert stream.getvalue().count("\n") == 1
