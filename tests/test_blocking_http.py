@@ -2612,3 +2612,57 @@ def test_a_close_from_another_thread_tells_the_server(
         assert seen == ["tools/call", "notifications/cancelled", "DELETE"]
     else:
         assert seen == ["tools/call"]
+
+
+def test_a_close_sends_the_delete_once_the_cancellation_is_taken(
+    raw: Callable[..., RawServer],
+) -> None:
+    """Legacy: the closing ``DELETE`` waits for the server to take the cancellation the
+    close wrote (its answer's head), as the Trio client's close awaits its 202: sent
+    on a connection of its own, it could otherwise overtake it, and the cancellation
+    find the session gone. For half of ``close_timeout`` at most: here the server holds
+    the cancellation's answer until the ``DELETE`` comes, which it does, no sooner."""
+    came, deleted = threading.Event(), threading.Event()
+    closed_at: list[float] = []
+    deleted_at: list[float] = []
+
+    def hold(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        came.set()
+        with suppress(OSError):
+            while sock.recv(1024):
+                pass
+
+    inner = legacy_server(hold)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        if head.startswith(b"DELETE"):
+            deleted_at.append(time.monotonic())
+            deleted.set()
+        elif message.get("method") == "notifications/cancelled":
+            deleted.wait(TIMEOUT)  # (its answer held until the DELETE comes)
+        inner(sock, head, body)
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(
+        server.url, era="legacy", transport=transport, close_timeout=1.0, timeout=TIMEOUT
+    ) as client:
+
+        def close_when_called() -> None:
+            assert came.wait(TIMEOUT)
+            closed_at.append(time.monotonic())
+            client.close()
+
+        closer = threading.Thread(target=close_when_called)
+        closer.start()
+        try:
+            with pytest.raises(SessionClosed, match="the client was closed"):
+                client.call_tool("slow")
+        finally:
+            closer.join(TIMEOUT)
+    assert deleted.is_set(), "no DELETE"
+    # (The client's clock runs no faster than time.monotonic(): half of close_timeout
+    # after the close began, at the earliest.)
+    assert deleted_at[0] - closed_at[0] >= 0.5

@@ -707,7 +707,9 @@ class BlockingClient(HandshakeFacts):
                 which verifies certificates).
             connect_timeout: seconds to connect (and finish the TLS handshake); default:
                 ``transport``'s.
-            close_timeout: seconds the closing ``DELETE`` of a legacy session may take.
+            close_timeout: seconds the closing ``DELETE`` of a legacy session may take
+                (half of it at most spent first waiting for the server to take the
+                one-way messages before it, a call's cancellation).
             write_timeout: seconds a request may go without progress while written;
                 also the bound on the whole answer to a one-way POST (a notification,
                 an answer to the server), from its writing.

@@ -60,7 +60,10 @@ of the client.
   ``write_timeout`` of the last progress; a one-way POST's whole answer (head and body)
   within ``write_timeout`` of its writing too (nothing else bounds it). A request's
   answer is bounded by the core's own request timeout. Closing waits for no one-way
-  answer whose head came (the server took the message).
+  answer whose head came (the server took the message). The closing ``DELETE`` goes
+  once the one-way POSTs before it (a cancellation the close wrote) are taken or given
+  up, for half of ``close_timeout`` at most, as the Trio client's close: a cancellation
+  that reached the server after it would find the session gone.
 * Cancellation: modern, closing the request's connection (never a
   ``notifications/cancelled`` POST); legacy, the notification is POSTed and the
   request's stream is no longer read for it (nor resumed).
@@ -503,6 +506,8 @@ class HttpTransport:
         session again)."""
         self._answered = False  # the server answered once (see _unreachable)
         self._closing = False  # terminate() ran: a refused one-way message is not retried
+        self._delete: _Exchange | None = None  # the DELETE that ends the session, once due
+        self._delete_until: float | None = None  # ... it waits for the one-way POSTs until
 
     def message_bound(self) -> tuple[int, str]:
         """As ``MessageChannel.message_bound``: an answer comes as one SSE event or one
@@ -586,6 +591,15 @@ class HttpTransport:
                 # (The GET goes once the server has taken notifications/initialized:
                 # a server may refuse it before, which would turn it off.)
                 if unheard:
+                    continue
+            elif exchange is self._delete:
+                # The DELETE goes once the one-way POSTs before it are taken (their
+                # answer's head), as the Trio client's close awaits its queue's 202s: a
+                # notifications/cancelled that reached the server after the DELETE
+                # would find the session gone (404; spec basic/transports.mdx, session
+                # management) and the request it cancels run on for nobody. For half of
+                # close_timeout at most (see terminate), as the Trio client's.
+                if ahead and self._delete_until is not None and now < self._delete_until:
                     continue
             elif exchange.one_way:
                 # One at a time, in order: each waits for the head of the answer to
@@ -696,6 +710,9 @@ class HttpTransport:
         gate = self._gate
         if self._gate_until is not None and gate is not None and gate.state == "active":
             times.append(self._gate_until)  # (requests wait for its head until then)
+        delete = self._delete
+        if self._delete_until is not None and delete is not None and delete.state == "queued":
+            times.append(self._delete_until)  # (it waits for the one-way POSTs until then)
         for exchange in self._exchanges:
             if exchange.state == "waiting":
                 times.append(exchange.start_at)
@@ -1172,8 +1189,10 @@ class HttpTransport:
         for that (it goes in a later call; the close drops it)."""
         return any(e.one_way and not e.written and not e.retry_waits for e in self._exchanges)
 
-    def terminate(self, now: float) -> bool:
-        """Legacy: send the ``DELETE`` that ends the session (``False``: no session)."""
+    def terminate(self, now: float, *, taken_within: float = 0.0) -> bool:
+        """Legacy: send the ``DELETE`` that ends the session (``False``: no session),
+        once the one-way POSTs still under way (a cancellation) are taken (their
+        answer's head came, or they were given up), or ``taken_within`` seconds passed."""
         self._closing = True
         for exchange in list(self._exchanges):
             if exchange.retry_waits:
@@ -1188,7 +1207,9 @@ class HttpTransport:
         sent = self.http.terminate()
         if sent is None:
             return False
-        self._start(_Exchange(sent, discard=True), now)
+        self._delete = _Exchange(sent, discard=True)
+        self._delete_until = now + taken_within
+        self._start(self._delete, now)
         return True
 
     def idle(self) -> bool:
@@ -1312,9 +1333,10 @@ class HttpLink:
             _wait(http, wake - now, clock, reading=False)
 
     def goodbye(self, now: float) -> tuple[Callable[[], bool], float] | None:
-        """Legacy: send the ``DELETE`` that ends the session; what to wait for, and how
-        long (``close_timeout``)."""
-        if not self.http.terminate(now):
+        """Legacy: send the ``DELETE`` that ends the session, once the one-way POSTs
+        under way (a cancellation) are taken, for half of ``close_timeout`` at most, as
+        the Trio client's close; what to wait for, and how long (``close_timeout``)."""
+        if not self.http.terminate(now, taken_within=self._close_timeout / 2):
             return None
         return self.http.idle, self._close_timeout
 
