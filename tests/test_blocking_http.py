@@ -1410,6 +1410,38 @@ def test_ctrl_c_waits_for_one_bounded_write_only(raw: Callable[..., RawServer]) 
         stop.set()
 
 
+def test_a_405_to_the_get_stream_is_closed_at_its_head_its_body_unread(
+    raw: Callable[..., RawServer],
+) -> None:
+    """ "No GET stream" is judged at the head, and the connection closed then: the body
+    (here one that never ends) is not read, which would hold a socket for the session."""
+    hung_up = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"GET"):
+            sock.sendall(
+                b"HTTP/1.1 405 Method Not Allowed\r\nTransfer-Encoding: chunked\r\n"
+                b"Content-Type: text/plain\r\n\r\n5\r\nhello\r\n"  # (and no end)
+            )
+            with suppress(ConnectionError):  # (reset: closed with the chunk unread)
+                while sock.recv(1024):
+                    pass
+            hung_up.set()
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    with connect(server.url, era="legacy", timeout=TIMEOUT) as client:
+        client.call_tool("x")  # (after the GET's head: it holds back the requests)
+        assert hung_up.wait(TIMEOUT / 2), "the 405's connection was left open"
+
+
 def test_a_get_stream_that_keeps_ending_is_polled_less_and_less(
     raw: Callable[..., RawServer],
 ) -> None:

@@ -117,6 +117,18 @@ def test_a_refused_resumption_opens_the_stream_afresh_not_counted(status: int) -
         assert next_request(get).request.header("last-event-id") is None
 
 
+def test_a_refusal_of_a_get_that_resumed_nothing_is_counted() -> None:
+    """Only a *resumption* refused under 500 is let off: a fresh GET (the stream had no
+    event id) refused ``403`` once a stream came is a failed attempt, so a server that
+    refuses every one is given up on, not polled for the rest of the session."""
+    client, get = client_and_stream(max_attempts=1)
+    streamed(client, get, MESSAGE)
+    assert refused(client, get, 403).action == "reopen"
+    assert refused(client, get, 403) == GetDecision(
+        action="give_up", reason="the session's GET stream cannot be opened again: status 403"
+    )
+
+
 def test_405_means_no_get_stream_even_once_one_came() -> None:
     client, get = client_and_stream()
     streamed(client, get, b"id: e1\n" + MESSAGE)
@@ -133,14 +145,21 @@ def test_any_answer_but_a_stream_before_one_ever_came_means_none(status: int) ->
     assert get.request() is None
 
 
-def test_error_statuses_once_a_stream_came_are_counted_then_the_session_ends() -> None:
+@pytest.mark.parametrize("status", [500, 503])
+def test_error_statuses_once_a_stream_came_are_counted_then_the_session_ends(status: int) -> None:
+    """A resumption answered ``5xx`` (500 too: only a status under 500 refuses the
+    events) is a failed attempt: the next one still resumes from the last event id."""
     client, get = client_and_stream(max_attempts=2)
     streamed(client, get, b"retry: 100\nid: e1\n" + MESSAGE)
-    decisions = [refused(client, get, 503) for _ in range(3)]
+    decisions = [refused(client, get, status) for _ in range(2)]
+    third = next_request(get)
+    assert third.request.header("last-event-id") == "e1"
+    decisions.append(get.answered(client.response(third, status, ())))
     # Each waits longer (no message), from the last stream's retry; then it gives up.
     assert decisions[:2] == [reopen(reopen_delay(100, 1, RETRY_MS)), reopen(0.2)]
     assert decisions[2] == GetDecision(
-        action="give_up", reason="the session's GET stream cannot be opened again: status 503"
+        action="give_up",
+        reason=f"the session's GET stream cannot be opened again: status {status}",
     )
     assert get.over and get.request() is None
 

@@ -235,6 +235,21 @@ async def test_a_first_get_dropped_once_is_tried_again(
     assert len(server.gets) == 2
 
 
+async def test_a_first_get_dropped_before_its_head_holds_up_no_request(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The session's first requests wait for its first GET's head, or for that attempt
+    # to fail: not for the next attempt, default_retry_ms later (5 s here).
+    server = ScriptedServer([GetAnswer(drop=True), GetAnswer(body=log_event(2), hold=True)])
+    url = await serve(nursery, server)
+    slow = HttpClientConfig(default_retry_ms=5000)
+    start = trio.current_time()
+    with trio.fail_after(IO_TIMEOUT):
+        async with legacy(url, Heard(), http_config=slow):
+            entered = trio.current_time() - start
+    assert entered < 1
+
+
 async def test_the_last_event_id_outlives_a_resumption_that_brought_no_event(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -271,6 +286,22 @@ async def test_a_stream_that_fails_to_open_again_ends_the_session(
     assert "GET stream cannot be opened again: status 503" in str(reason)
     times = [when - server.gets[0][0] for when, _ in server.gets]
     assert times == pytest.approx([0, 1, 2, 4])  # retry, then doubling; three 503s
+
+
+async def test_a_stream_redirected_in_a_loop_once_one_came_ends_the_session(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A redirect loop is a failed attempt too, counted as a 503 is (not a stream that
+    # stops quietly): past max_resume_attempts the session ends.
+    server = ScriptedServer([GetAnswer(body=b"retry: 1000\n\n"), GetAnswer(redirect=True)])
+    url = await serve(nursery, server)
+    transport = HttpTransportConfig(max_resume_attempts=1, max_redirects=1)
+    with trio.fail_after(IO_TIMEOUT):
+        async with legacy(url, Heard(), transport=transport) as client:
+            await client.wait_closed()
+            reason = client.close_reason
+    assert reason is not None
+    assert "GET stream cannot be opened again: too many redirects" in str(reason)
 
 
 # ------------------------------------------------------------------ the server restarts
