@@ -141,14 +141,24 @@ class _Answering(_ConnectionBase):
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]
-        if self._side_records:  # (else the four tables below are empty: one test, not four)
-            if self._inbound_progress or self._inbound_log_level or self._subscriptions:
+        if self._side_records:  # (else the five tables below are empty: one test, not five)
+            if (
+                self._inbound_progress
+                or self._inbound_log_level
+                or self._subscriptions
+                or self._asking
+            ):
                 self._forget_inbound(request_id)
             if self._batches:
                 self._reply(request_id, reply, payload)
                 return
-            if not (self._inbound_progress or self._inbound_log_level or self._subscriptions):
-                self._side_records = False  # (all four are empty again)
+            if not (
+                self._inbound_progress
+                or self._inbound_log_level
+                or self._subscriptions
+                or self._asking
+            ):
+                self._side_records = False  # (all five are empty again)
         # As _reply, which the closed check there cannot stop: closing empties _inflight.
         self._out.append(payload)
         if self._routing:

@@ -85,6 +85,7 @@ class _ConnectionBase:
         "_accept_ok",
         "_answering",
         "_answers_checked",
+        "_asking",
         "_awaiting_input",
         "_batches",
         "_cancelled_in",
@@ -114,6 +115,7 @@ class _ConnectionBase:
         "_on_arm",
         "_out",
         "_out_ids",
+        "_paused_since",
         "_peer_capabilities",
         "_peer_capabilities_known",
         "_peer_info",
@@ -191,6 +193,14 @@ class _ConnectionBase:
         self._on_arm: Callable[[], None] | None = None
         """Called when a timer is armed (a deadline may have moved earlier): the hook
         through which ``HttpServer`` keeps its deadline index without scanning."""
+        # Client, legacy: the server's questions for our user (elicitation/create,
+        # sampling/createMessage) not answered yet, and since when our timers stand
+        # still for them (None: they run). The time a question is open is not counted
+        # against our requests, as a modern input round's is not (see _hold_timers).
+        # _paused_since stays set past the last answer until handle_timer, the first
+        # call that gives the time again, counts the pause (next_deadline says "now").
+        self._asking: dict[RequestId, None] = {}
+        self._paused_since: float | None = None
         self._progress_in: dict[RequestId, RequestId] = {}  # our token -> our request id
         # Our finished ids and why, in two generations of plain dicts (in the order they
         # finished): the current one takes up to remembered_ids, then becomes the one
@@ -216,10 +226,10 @@ class _ConnectionBase:
         self._batches: dict[RequestId, _Batch] = {}
         self._awaiting_input: OrderedDict[RequestId, _Outbound] = OrderedDict()
         self._subscriptions: dict[RequestId, _modern.SubscriptionFilter] = {}
-        # Whether _inbound_progress, _inbound_log_level, _subscriptions or _batches may
-        # hold an entry: set wherever one gains one, so that send_result, while all are
-        # empty (the common case), asks one attribute instead of four. False only when
-        # all four are empty (send_result clears it when it sees that).
+        # Whether _inbound_progress, _inbound_log_level, _subscriptions, _batches or
+        # _asking may hold an entry: set wherever one gains one, so that send_result,
+        # while all are empty (the common case), asks one attribute instead of five.
+        # False only when all five are empty (send_result clears it when it sees that).
         self._side_records = False
         self._listening: set[RequestId] = set()
         self._probe_id: RequestId | None = None
@@ -328,6 +338,11 @@ class _ConnectionBase:
         return now if clock is None else clock()
 
     def _arm(self, rid: RequestId, entry: _Outbound, now: float, timeout: float | None) -> None:
+        paused = self._paused_since
+        if paused is not None:
+            # Our timers stand still while the user answers the server (_hold_timers):
+            # armed as at the pause's start, queued when it ends (_resume_timers).
+            now = paused
         deadline = None if timeout is None else now + timeout
         cap = entry.cap
         if cap is not None:
@@ -336,7 +351,7 @@ class _ConnectionBase:
             return  # (re-armed to the time it had: its entry stands)
         entry.deadline = deadline
         entry.timer_seq = 0
-        if deadline is not None:
+        if deadline is not None and paused is None:
             self._timer_seq += 1
             entry.timer_seq = seq = self._timer_seq
             timers = self._timers
@@ -354,6 +369,49 @@ class _ConnectionBase:
                 heapq.heapify(timers)
             if self._on_arm is not None:
                 self._on_arm()
+
+    def _hold_timers(self, rid: RequestId, now: float) -> None:
+        """Client, legacy: the server asks our user ``rid`` (``elicitation/create``, or
+        ``sampling/createMessage``, which waits for a model and, the spec asks, for a
+        human who may review or deny it: 2025-11-25 client/sampling.mdx). Until it is
+        answered (or cancelled, or the connection closes), none of our requests' timers
+        runs: the time a question is open is not counted against a request's
+        ``timeout`` nor its ``max_request_time``, as a modern input round's is not (its
+        retry's timers start afresh). A legacy question names none of our requests
+        (stdio cannot tie it to one), so it holds them all, those sent meanwhile too.
+        Overlapping questions make one pause, from the first asked to the last answered."""
+        self._asking[rid] = None
+        self._side_records = True  # (send_result then looks at _asking: _forget_inbound)
+        if self._paused_since is None:
+            self._paused_since = now
+            for entry in self._pending.values():
+                entry.timer_seq = 0  # (its deadline stays, to be moved on by the pause)
+            self._timers.clear()
+
+    def _resume_timers(self, now: float) -> None:
+        """The questions are answered: every deadline (and ``max_request_time``) of
+        ours moves on by the time they were open, and the timers run again. A
+        request armed during the pause was armed as at its start (:meth:`_arm`), so
+        it gets its whole timeout from now. Never nearer: a ``now`` behind the pause's
+        start moves nothing."""
+        since = self._paused_since
+        assert since is not None
+        self._paused_since = None
+        shift = now - since if now > since else 0.0
+        timers = self._timers
+        for rid, entry in self._pending.items():
+            deadline = entry.deadline
+            if deadline is None:
+                continue
+            if entry.cap is not None:
+                entry.cap += shift
+            entry.deadline = deadline = deadline + shift
+            self._timer_seq += 1
+            entry.timer_seq = self._timer_seq
+            timers.append((deadline, self._timer_seq, rid))
+        heapq.heapify(timers)
+        if timers and self._on_arm is not None:
+            self._on_arm()
 
     # ------------------------------------------------------------------ request tables
 
@@ -376,7 +434,10 @@ class _ConnectionBase:
         entry = _outbound(method, params, now, progress_token, era, timeout)
         after = self.config.max_request_time
         if after is not None and after != math.inf and method != "subscriptions/listen":
-            entry.cap = now + after  # (a listen stream is open-ended: no total either)
+            # (A listen stream is open-ended: no total either. While the user answers
+            # the server, the total counts from the pause's start, as _arm does.)
+            paused = self._paused_since
+            entry.cap = (now if paused is None else paused) + after
         self._pending[rid] = entry
         if progress_token is not None:
             self._progress_in[progress_token] = rid
@@ -487,6 +548,7 @@ class _ConnectionBase:
         self._inbound_progress.pop(request_id, None)
         self._inbound_log_level.pop(request_id, None)
         self._subscriptions.pop(request_id, None)  # a listen answered early is over
+        self._asking.pop(request_id, None)  # a question: answered (or withdrawn)
 
     def _declare_capabilities(self) -> None:
         """Server: read our capabilities again from ``config.capabilities_source``, if

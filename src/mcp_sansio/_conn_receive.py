@@ -598,6 +598,7 @@ class _Receiving(_Handshake):
             self._forget_out(rid, self._pending[rid], "late")
         self._pending.clear()
         self._timers.clear()
+        self._paused_since = None  # (no request of ours is left to hold)
         if self._awaiting_input:
             # Calls whose InputRequired the driver has not answered yet: no retry can
             # go out now, so they end here too, under the id the driver holds.
@@ -631,6 +632,7 @@ class _Receiving(_Handshake):
         self._inbound_progress.clear()
         self._inbound_log_level.clear()
         self._batches.clear()
+        self._asking.clear()
 
     def _receive_batch(self, items: list[Any], now: float, events: list[Event]) -> None:
         revision = self._revision()
@@ -846,7 +848,7 @@ class _Receiving(_Handshake):
                 return
             self._on_legacy_server_request(msg, events, batch)
             return
-        self._on_client_side_request(msg, events, batch)
+        self._on_client_side_request(msg, now, events, batch)
 
     def _answer_now(self, rid: RequestId, result: dict[str, Any], batch: _Batch | None) -> None:
         reply = result_response(rid, result)
@@ -932,7 +934,9 @@ class _Receiving(_Handshake):
             self._accept_ok.add(method)
         self._accept(msg, _LEGACY, self._version, events, batch)
 
-    def _on_client_side_request(self, msg: _Req, events: list[Event], batch: _Batch | None) -> None:
+    def _on_client_side_request(
+        self, msg: _Req, now: float, events: list[Event], batch: _Batch | None
+    ) -> None:
         rid, method = msg.id, msg.method
         if method == "ping" and self._era is not _MODERN and self._legacy_versions:
             # ping.mdx: the receiver MUST respond promptly, and lifecycle.mdx lets a
@@ -983,6 +987,8 @@ class _Receiving(_Handshake):
         elif method in revision.server_requests:  # (bounded: see _on_legacy_server_request)
             self._accept_ok.add(method)  # a legacy client is READY once its era is set
         self._accept(msg, _LEGACY, self._version, events, batch)
+        if method in _PER_REQUEST:  # a question for our user: our timers wait for it
+            self._hold_timers(rid, now)
 
     # -- notifications
 

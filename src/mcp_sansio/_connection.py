@@ -252,7 +252,13 @@ class Connection(_Receiving, _Answering):
     # ------------------------------------------------------------------ timers
 
     def next_deadline(self) -> float | None:
-        """When :meth:`handle_timer` must next be called, or ``None`` for never."""
+        """When :meth:`handle_timer` must next be called, or ``None`` for never.
+
+        Client, legacy: while the server's ``elicitation/create`` or
+        ``sampling/createMessage`` awaits our answer, our requests' timers stand
+        still (``None``, unless nothing else is due); once the last is answered, the
+        time the pause began (a time past): call :meth:`handle_timer` now, which counts
+        the pause and moves every deadline on by it."""
         timers = self._timers
         pending = self._pending
         while timers:
@@ -261,7 +267,8 @@ class Connection(_Receiving, _Answering):
             if entry is not None and entry.timer_seq == seq:
                 return deadline
             heapq.heappop(timers)
-        return None
+        # (While paused the heap is empty. A pause over: now, to count it.)
+        return None if self._asking else self._paused_since
 
     def handle_timer(
         self, now: float, *, withdraw: Callable[[RequestId], bool] | None = None
@@ -272,7 +279,9 @@ class Connection(_Receiving, _Answering):
         ``"timeout"``) and reported as :class:`RequestTimedOut`. An expired
         ``server/discover`` era probe (``era="auto"``) instead falls back to
         ``initialize``; a pinned modern era's ``server/discover`` times out as any
-        request does (:meth:`start` may then be called again).
+        request does (:meth:`start` may then be called again). Legacy client: once the
+        server's questions for our user are answered, it first moves every deadline of
+        ours on by the time they were open (see :meth:`next_deadline`).
 
         Args:
             now: the current time, on the clock every ``now=`` is given on.
@@ -286,6 +295,8 @@ class Connection(_Receiving, _Answering):
                 back into the connection. ``None``: every one is cancelled.
         """
         events: list[Event] = []
+        if self._paused_since is not None and not self._asking:
+            self._resume_timers(now)  # (the questions are answered: count the pause)
         while (deadline := self.next_deadline()) is not None and deadline <= now:
             _, _, rid = heapq.heappop(self._timers)
             entry = self._pending.pop(rid)
