@@ -164,6 +164,9 @@ __all__ = ["Session", "SessionStatistics"]
 logger = logging.getLogger("mcp_trio")
 
 _START = frozenset({"initialize", "server/discover"})
+# The server's requests our user answers (legacy): the core holds our requests' timers
+# until the answer (Connection.next_deadline), and the timer must hear of it then.
+_QUESTIONS: Final = frozenset({"elicitation/create", "sampling/createMessage"})
 
 #: The types of message a channel marks (see Session._receive_marked): a type in a set
 #: is one test, as one type alone was, for the plain bytes (or str) of the common path.
@@ -1600,6 +1603,10 @@ class Session:
                     await self._writer.wait_room()
                 if not running.cancelled and (self._close_exc is None or self._answering):
                     send_answer(self._conn, method, event.request_id, outcome)
+                    if method in _QUESTIONS:
+                        # Legacy client: our timers stood still while the user answered;
+                        # the core now says "now" to count the pause (next_deadline).
+                        self._rearm_timer()
                 mark = self._flush_nowait()
                 if mark:
                     # The answer waits to be written: its compute slot comes back now,
