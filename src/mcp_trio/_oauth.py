@@ -654,8 +654,8 @@ the request went again with it (:meth:`Authorizer.took_nonce`): the task that se
 request frames it again (the pool's ``proof`` hook, or the WebSocket handshake), and
 only that task sees this, so requests refused together each go again with their own
 nonce (a server may take each nonce once: RFC 9449 section 9). Once the server took
-that request (:meth:`Authorizer.accepted`), the nonce is the one of the next proofs;
-the task's next proof forgets it."""
+that request (answered it, or refused it for its token: :meth:`Authorizer._retry_taken`),
+the nonce is the one of the next proofs; the task's next proof forgets it."""
 
 _TOKEN_ENDPOINT: Final = "as"
 _RESOURCE_SERVER: Final = "rs"
@@ -896,6 +896,15 @@ class Authorizer:
         :meth:`answered`)."""
         if sent is not None and sent == self._unconfirmed:
             self._unconfirmed = None
+        self._retry_taken()
+
+    def _retry_taken(self) -> None:
+        """The server took the request this task sent again with the nonce of its
+        ``use_dpop_nonce`` refusal (:meth:`took_nonce`), if it did: it answered it, or
+        refused it for something else than its nonce (its token: ``invalid_token``,
+        ``insufficient_scope``). That nonce is the one of the next proofs: the request
+        going once more after a refresh or a step-up carries it (not the stale one the
+        server refused, which past the one nonce retry would fail the request)."""
         retry = _RETRY_NONCE.get()
         if retry is not None and retry[0] is self and retry[2]:
             _RETRY_NONCE.set(None)
@@ -906,6 +915,7 @@ class Authorizer:
         may be sent once more, with a token replaced meanwhile or refreshed now. Waits
         at most ``timeout`` seconds for the refresh (the shared one, in ``nursery``),
         never for a flow under way, which may be waiting for the user."""
+        self._retry_taken()  # (refused for its token, not its nonce)
         if sent != self._header:
             return self._header is not None
         done = self._refreshing
@@ -999,6 +1009,8 @@ class Authorizer:
             trio.TooSlowError: an authorization server request took over ``timeout``,
                 or the whole flow over ``authorize_timeout``.
         """
+        if challenge.error != "use_dpop_nonce":  # (refused for its token, not its nonce)
+            self._retry_taken()
         failures = self._failures
         if nursery is None:
             await self._challenged(status, challenge, sent, failures, None)

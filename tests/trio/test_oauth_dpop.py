@@ -509,6 +509,54 @@ async def test_the_token_endpoints_nonce_of_a_200_is_the_next_requests(
 
 
 @attrs.define
+class RevokingFake(DpopFake):
+    """Takes a nonce until it rotates them (``good.clear()``); refuses a token in
+    ``revoked`` with ``invalid_token``, after the proof's nonce (RFC 9449 section 7.1:
+    the proof first). ``seen``: each DPoP request's nonce and answer."""
+
+    good: set[str] = attrs.field(factory=set)
+    revoked: set[str] = attrs.field(factory=set)
+    seen: list[tuple[str | None, str]] = attrs.field(factory=list)
+
+    async def mcp(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        auth = headers.get("authorization", "")
+        if auth.startswith("DPoP "):
+            nonce = verify(headers.get("dpop", ""))[1].get("nonce")
+            if nonce not in self.good:
+                fresh = f"n{len(self.seen)}"
+                self.good.add(fresh)
+                self.seen.append((nonce, "use_dpop_nonce"))
+                www = 'DPoP error="use_dpop_nonce"'
+                return 401, [("www-authenticate", www), ("dpop-nonce", fresh)], b""
+            if auth[5:] in self.revoked:
+                self.seen.append((nonce, "invalid_token"))
+                return 401, [("www-authenticate", 'DPoP error="invalid_token"')], b""
+            self.seen.append((nonce, "ok"))
+        return await super().mcp(headers, body)
+
+
+async def test_a_nonce_taken_by_a_request_refused_for_its_token_is_kept(
+    nursery: trio.Nursery,
+) -> None:
+    # The server rotated its nonce and revoked the token: the request is refused for
+    # its nonce, goes again with the new one, which the server takes (it refuses the
+    # token). Refreshed, the request goes once more: with that nonce, not the stale
+    # one (refused for its nonce again, past the one nonce retry: the call failed).
+    fake = await start_fake(nursery, RevokingFake, refresh_tokens=True)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=oauth(dpop=True)) as client:
+            await client.list_tools()
+            fake.good.clear()
+            fake.revoked.update(fake.tokens)
+            await client.list_tools()
+    *_, stale, retried, refreshed = fake.seen
+    assert stale[1] == "use_dpop_nonce" and retried[1] == "invalid_token"
+    assert refreshed == (retried[0], "ok")
+
+
+@attrs.define
 class BothSchemesFake(DpopFake):
     """Takes Bearer and DPoP (RFC 9449 section 7.2): its nonce challenge names both."""
 
@@ -734,6 +782,34 @@ def test_a_nonce_challenge_to_a_bearer_request_is_not_taken() -> None:
     assert auth._dpop_nonces == {}
     authorizer.accepted(b"DPoP tok")
     assert auth._dpop_nonces == {"rs http://127.0.0.1:1": "n"}
+
+
+def test_a_nonce_is_the_servers_only_once_a_request_carrying_it_was_taken() -> None:
+    # Refused for its nonce, the request has not gone again (no proof since): an
+    # answer to something else meanwhile does not make that nonce the server's.
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    authorizer = auth.bind("http://127.0.0.1:1/mcp")
+    headers = [(b"www-authenticate", b'DPoP error="use_dpop_nonce"'), (b"dpop-nonce", b"n")]
+    assert authorizer.took_nonce(b"DPoP tok", headers)
+    authorizer.accepted(None)
+    assert auth._dpop_nonces == {}
+    authorizer.proof("POST", b"DPoP tok")  # (then its retry, taken)
+    authorizer.accepted(b"DPoP tok")
+    assert auth._dpop_nonces == {"rs http://127.0.0.1:1": "n"}
+
+
+def test_a_refusals_nonce_goes_only_to_its_own_authorizers_proof() -> None:
+    # Two clients in one task (two WebSocket clients opened one after the other), the
+    # first one's nonce retry not gone yet: the second one's proof, to another server,
+    # does not carry the first server's nonce; the first one's retry still does.
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    first, second = auth.bind("http://127.0.0.1:1/mcp"), auth.bind("http://127.0.0.1:2/mcp")
+    headers = [(b"www-authenticate", b'DPoP error="use_dpop_nonce"'), (b"dpop-nonce", b"n1")]
+    assert first.took_nonce(b"DPoP tok", headers)
+    proof = second.proof("GET", b"DPoP tok2")
+    assert proof is not None and "nonce" not in verify(proof.decode())[1]
+    proof = first.proof("GET", b"DPoP tok")
+    assert proof is not None and verify(proof.decode())[1]["nonce"] == "n1"
 
 
 async def test_a_users_dpop_header_is_refused_with_dpop() -> None:
