@@ -1154,8 +1154,8 @@ class Authorizer:
         try:
             # (Said first: a refused refresh in turn, which forgets the token it read
             # in the storage, must not forget this one instead.)
-            note_save(oauth.storage, resource, issuer)
-            await oauth.storage.save_token(resource, issuer, token)
+            with note_save(oauth.storage, resource, issuer):
+                await oauth.storage.save_token(resource, issuer, token)
         finally:
             self._storing = False
         self._commit(issuer, metadata, resource, prm, client, token, scope)
@@ -1849,11 +1849,12 @@ class Authorizer:
                 return None, client, False
             # Forget only the very token refused: another one there (bound to another
             # process's DPoP key, say) is not this client's to erase, nor one a flow
-            # began to save since the storage was read (no checkpoint from this check
-            # to the save: a later one comes after it).
+            # began to save since the storage was read, or is saving still (begun
+            # before, it may land after the read: slow writes). No checkpoint from this
+            # check to the save: a later one comes after it.
             if stored is not None and stored == token and current():
                 assert resource is not None and turn is not None
-                if turn.saves == saves:
+                if turn.saves == saves and not turn.saving:
                     await self._store(resource, issuer, None)
             return None, client, False
         if resource is not None and current():

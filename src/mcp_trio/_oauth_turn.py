@@ -20,9 +20,9 @@ after the turn was handed to it passes it on. The table of turns keeps an entry 
 while someone holds or waits for it (as :mod:`._oauth_store`'s file locks do).
 
 A flow's save of its new token does not wait for a refresh (the user just authorized;
-the refresh may hang until its timeout): it only says it began (:func:`note_save`), so
-that a refused refresh, which forgets the token it read in the storage, does not forget
-the flow's instead.
+the refresh may hang until its timeout): it only says it is under way
+(:func:`note_save`), so that a refused refresh, which forgets the token it read in the
+storage, does not forget the flow's instead (nor while that save has not landed).
 
 Separate processes sharing one file are not serialized (no lock file: a process that
 hangs would stall the others): they may still race.
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Final, final
 
 import trio
@@ -59,15 +59,19 @@ class Turn:
     """A first-come-first-served lock that Trio tasks of any run (any thread) take
     turns at (see the module docs)."""
 
-    __slots__ = ("held", "saves", "users", "waiters")
+    __slots__ = ("held", "saves", "saving", "users", "waiters")
 
     def __init__(self) -> None:
         self.saves = 0
         """Saves of the token begun outside the turn (a flow's: :func:`note_save`)
         while the turn was in use: a holder compares it before and after reading the
         storage, so as not to forget a token saved meanwhile."""
+        self.saving = 0
+        """Of those, the saves under way: one begun before the holder read the
+        storage may land after (a storage whose writes are slow or queued while its
+        reads are not, as a keyring's), so the holder forgets nothing meanwhile."""
         self.held = False
-        self.users = 0  # (holders and waiters: the entry goes when none is left)
+        self.users = 0  # (holders, waiters, saves: the entry goes when none is left)
         self.waiters: deque[_Waiter] = deque()
 
     async def acquire(self) -> None:
@@ -121,14 +125,28 @@ def _key(storage: object, resource: str, issuer: str) -> tuple[object, str, str]
     return (id(storage) if where is None else where, resource, issuer)
 
 
-def note_save(storage: object, resource: str, issuer: str) -> None:
-    """A save of the token ``issuer`` issued for ``resource`` in ``storage`` begins
+@contextmanager
+def note_save(storage: object, resource: str, issuer: str) -> Iterator[None]:
+    """Around a save of the token ``issuer`` issued for ``resource`` in ``storage``
     outside the turn (a flow's new token: it does not wait for a refresh): counted in
-    :attr:`Turn.saves`, if the turn is in use."""
+    :attr:`Turn.saves` as it begins, and in :attr:`Turn.saving` until it ends (the
+    entry lives meanwhile, so that a refresh that takes the turn later sees it)."""
+    key = _key(storage, resource, issuer)
     with _MUTEX:
-        turn = _TURNS.get(_key(storage, resource, issuer))
-        if turn is not None:
-            turn.saves += 1
+        turn = _TURNS.get(key)
+        if turn is None:
+            turn = _TURNS[key] = Turn()
+        turn.users += 1
+        turn.saves += 1
+        turn.saving += 1
+    try:
+        yield
+    finally:
+        with _MUTEX:
+            turn.saving -= 1
+            turn.users -= 1
+            if not turn.users:
+                del _TURNS[key]
 
 
 @asynccontextmanager

@@ -300,6 +300,56 @@ async def test_a_refused_refresh_does_not_forget_the_token_a_flow_stores_meanwhi
     assert storage.tokens == {key: b.token}
 
 
+async def test_a_refused_refresh_does_not_forget_a_token_whose_save_is_under_way(
+    nursery: trio.Nursery,
+) -> None:
+    # A storage whose writes are slow and queued, its reads not (a keyring). Client b
+    # (a step-up) begins to save its new token; then a's refresh is refused, and a
+    # reads the storage again: still the token refused (b's write has not landed).
+    # Before, a erased it, its erase queued after b's write: b's token was lost. Now a
+    # sees a save under way and forgets nothing.
+    s = await start_refreshing(nursery, expires_in=100, scopes_supported=["mcp", "more"])
+    writing, erasing, landed = trio.Event(), trio.Event(), trio.Event()
+    armed = False
+
+    class SlowWrites(Storage):
+        def __init__(self) -> None:
+            super().__init__()
+            self.write_lock = trio.Lock()
+
+        async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+            if armed and token is None:
+                erasing.set()
+                landed.set()  # (the erase is queued: b's write lands first)
+            async with self.write_lock:
+                if armed and token is not None:
+                    writing.set()
+                    await landed.wait()
+                await super().save_token(resource, issuer, token)
+
+    storage = SlowWrites()
+    auth = oauth(clock=s.time, storage=storage)
+    a, b = auth.bind(s.url), auth.bind(s.url)
+    key = (s.url, s.asrv.issuer)
+    with trio.fail_after(IO_TIMEOUT):
+        await a.challenged(401, BearerChallenge(), None)
+        await b.challenged(401, BearerChallenge(), None)  # the stored token
+        s.time.advance(200)
+        s.asrv.refresh.clear()  # revoked: a's refresh is refused
+        armed = True
+        async with trio.open_nursery() as tasks:
+            step_up = BearerChallenge(error="insufficient_scope", scope="mcp more")
+            tasks.start_soon(b.challenged, 403, step_up, b.authorization())
+            await writing.wait()
+            await a.ready(nursery)  # (refused: it reads the storage again)
+            landed.set()
+    assert not erasing.is_set()
+    assert b.token is not None and "more" in (b.token.scope or "")
+    assert a.token is None
+    assert storage.tokens == {key: b.token}
+    assert not _TURNS
+
+
 # ------------------------------------------------------------------ the turns themselves
 
 
