@@ -74,6 +74,7 @@ class Turn:
         self.users = 0  # (holders, waiters, saves: the entry goes when none is left)
         self.waiters: deque[_Waiter] = deque()
 
+    @trio.lowlevel.enable_ki_protection  # (see release)
     async def acquire(self) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
         with _MUTEX:
@@ -97,8 +98,12 @@ class Turn:
                 self.release()  # (handed over meanwhile: to the next one)
             raise
 
+    @trio.lowlevel.enable_ki_protection
     def release(self) -> None:
-        """Hand the turn to the first waiter, if any (else it is free)."""
+        """Hand the turn to the first waiter, if any (else it is free). Protected
+        from ``KeyboardInterrupt`` (Trio defers it to the next checkpoint): a waiter
+        granted the turn but never woken (perhaps another thread's run) would wait
+        for ever, and so would every later one."""
         while True:
             with _MUTEX:
                 if not self.waiters:
@@ -126,6 +131,7 @@ def _key(storage: object, resource: str, issuer: str) -> tuple[object, str, str]
 
 
 @contextmanager
+@trio.lowlevel.enable_ki_protection  # (its counts: see Turn.release; not the save's)
 def note_save(storage: object, resource: str, issuer: str) -> Iterator[None]:
     """Around a save of the token ``issuer`` issued for ``resource`` in ``storage``
     outside the turn (a flow's new token: it does not wait for a refresh): counted in
@@ -150,6 +156,7 @@ def note_save(storage: object, resource: str, issuer: str) -> Iterator[None]:
 
 
 @asynccontextmanager
+@trio.lowlevel.enable_ki_protection  # (the turn taken is released: see Turn.release)
 async def refresh_turn(storage: object, resource: str, issuer: str) -> AsyncIterator[Turn]:
     """Hold the turn to refresh the token ``issuer`` issued for ``resource`` in
     ``storage``: one holder at a time in the process, whatever the thread or Trio run;

@@ -9,8 +9,10 @@ The fake authorization server and the protected server are ``test_oauth_e2e``'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
@@ -403,3 +405,33 @@ async def test_a_taker_cancelled_once_handed_the_turn_passes_it_on(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     assert await _turns("handed", autojump_clock) == ["first", "third"]
+
+
+async def test_the_hand_over_is_protected_from_keyboard_interrupt(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Ctrl-C between granting the turn to a waiter and waking it (through its run,
+    # perhaps another thread's) would leave that waiter, and every later one, waiting
+    # for ever: Trio defers it past the hand-over. So is a taker's body not protected.
+    storage = object()
+    protected: list[bool] = []
+    wake = trio.lowlevel.TrioToken.run_sync_soon
+
+    def spy(token: trio.lowlevel.TrioToken, sync_fn: Callable[[], object]) -> None:
+        protected.append(trio.lowlevel.currently_ki_protected())
+        wake(token, sync_fn)
+
+    monkeypatch.setattr(trio.lowlevel.TrioToken, "run_sync_soon", spy)
+
+    async def take() -> None:
+        async with refresh_turn(storage, "https://mcp.example/mcp", "https://as.example"):
+            protected.append(trio.lowlevel.currently_ki_protected())
+            await trio.sleep(1)
+
+    with trio.fail_after(10):  # (virtual)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(take)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(take)
+    assert protected == [False, True, False]  # first's body, its hand-over, second's body
+    assert not _TURNS
