@@ -9,6 +9,7 @@ The fake authorization server and the protected server are ``test_oauth_e2e``'s.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from mcp_trio import (
     OAuthToken,
     open_client,
 )
-from mcp_trio._oauth_turn import _TURNS, refresh_turn
+from mcp_trio._oauth_turn import _TURNS, _Waiter, refresh_turn
 
 from .oauth_support import User, oauth
 from .test_http_support import IO_TIMEOUT
@@ -407,6 +408,162 @@ async def test_a_taker_cancelled_once_handed_the_turn_passes_it_on(
     assert await _turns("handed", autojump_clock) == ["first", "third"]
 
 
+RESOURCE, ISSUER = "https://mcp.example/mcp", "https://as.example"
+
+
+async def test_a_turn_handed_on_is_not_taken_again_by_a_newcomer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # a holds, b waits; a hands the turn to b and leaves. c, coming while b holds it,
+    # waits for b: the entry outlives a (b still uses it; a stuck or doubled turn
+    # would otherwise vanish with its last user, so a waiter is queued first).
+    storage = object()
+    inside: list[str] = []
+    overlaps: list[tuple[str, ...]] = []
+
+    async def take(name: str, seconds: float) -> None:
+        async with refresh_turn(storage, RESOURCE, ISSUER):
+            inside.append(name)
+            if len(inside) > 1:
+                overlaps.append(tuple(inside))
+            await trio.sleep(seconds)
+            inside.remove(name)
+
+    with trio.fail_after(10):  # (virtual)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(take, "a", 1)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(take, "b", 2)
+            await trio.sleep(1.5)  # (b holds it now; a is gone)
+            nursery.start_soon(take, "c", 1)
+    assert overlaps == []
+    assert not _TURNS
+
+
+async def _cancelled_as_it_takes(storage: object) -> None:
+    """A holder, a task that cancels it, and a waiter, all woken at once."""
+    go, scope = trio.Event(), trio.CancelScope()
+
+    async def holder() -> None:
+        await go.wait()
+        with scope:
+            async with refresh_turn(storage, RESOURCE, ISSUER):
+                await trio.sleep(1)
+
+    async def canceller() -> None:
+        await go.wait()
+        scope.cancel()
+
+    async def waiter() -> None:
+        await go.wait()
+        async with refresh_turn(storage, RESOURCE, ISSUER):
+            await trio.sleep(1)
+
+    async with trio.open_nursery() as nursery:
+        for task in (holder, canceller, waiter):
+            nursery.start_soon(task)
+        await trio.testing.wait_all_tasks_blocked()
+        go.set()
+
+
+async def test_a_taker_cancelled_as_it_takes_the_turn_still_releases_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A taker cancelled (by another task) at the checkpoint where it takes a free
+    # turn, with a third task queuing meanwhile: the turn must not stay held (the
+    # third one would wait for ever). Trio runs a batch in either order: a few rounds.
+    storage = object()
+    for _ in range(24):
+        with trio.fail_after(10):  # (virtual: a turn left held ends the test)
+            await _cancelled_as_it_takes(storage)
+        assert not _TURNS
+
+
+async def test_a_holder_that_raises_hands_the_turn_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The storage fails while a refresh holds the turn and another one waits: the
+    # waiter gets the turn.
+    storage = object()
+    held: list[str] = []
+
+    async def failing() -> None:
+        with pytest.raises(ValueError, match="the storage failed"):
+            async with refresh_turn(storage, RESOURCE, ISSUER):
+                await trio.sleep(1)
+                raise ValueError("the storage failed")
+
+    async def next_one() -> None:
+        async with refresh_turn(storage, RESOURCE, ISSUER):
+            held.append("next")
+
+    with trio.fail_after(10):  # (virtual)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(failing)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(next_one)
+    assert held == ["next"]
+    assert not _TURNS
+
+
+async def _make_waiter(out: list[_Waiter]) -> None:
+    out.append(_Waiter())
+
+
+async def test_a_waiter_whose_run_is_gone_is_skipped(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A waiter left queued by a run that ended abnormally: the release hands the turn
+    # to the next live waiter instead of keeping it held.
+    storage = object()
+    stale: list[_Waiter] = []
+    thread = threading.Thread(target=trio.run, args=(_make_waiter, stale))
+    thread.start()
+    thread.join()
+    got, leave = trio.Event(), trio.Event()
+
+    async def holder() -> None:
+        async with refresh_turn(storage, RESOURCE, ISSUER) as turn:
+            await leave.wait()
+            turn.waiters.appendleft(stale[0])  # (first in the queue, its run gone)
+
+    async def live() -> None:
+        async with refresh_turn(storage, RESOURCE, ISSUER):
+            got.set()
+
+    with trio.fail_after(10):  # (virtual)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(holder)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(live)
+            await trio.testing.wait_all_tasks_blocked()
+            leave.set()
+    assert got.is_set()
+    assert not _TURNS
+
+
+async def test_turns_of_two_issuers_or_resources_do_not_wait_for_each_other(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # One storage, one holder per (resource, issuer): another issuer's or another
+    # resource's refresh goes at once.
+    storage = object()
+    started: list[float] = []
+
+    async def take(resource: str, issuer: str) -> None:
+        async with refresh_turn(storage, resource, issuer):
+            started.append(trio.current_time())
+            await trio.sleep(1)
+
+    t0 = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take, RESOURCE, ISSUER)
+        nursery.start_soon(take, RESOURCE, "https://other-as.example")
+        nursery.start_soon(take, "https://other-mcp.example/mcp", ISSUER)
+    assert started == [t0, t0, t0]
+    assert not _TURNS
+
+
 async def test_the_hand_over_is_protected_from_keyboard_interrupt(
     autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -424,7 +581,7 @@ async def test_the_hand_over_is_protected_from_keyboard_interrupt(
     monkeypatch.setattr(trio.lowlevel.TrioToken, "run_sync_soon", spy)
 
     async def take() -> None:
-        async with refresh_turn(storage, "https://mcp.example/mcp", "https://as.example"):
+        async with refresh_turn(storage, RESOURCE, ISSUER):
             protected.append(trio.lowlevel.currently_ki_protected())
             await trio.sleep(1)
 
