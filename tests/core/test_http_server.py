@@ -1161,6 +1161,20 @@ def test_a_released_stream_announces_no_retry_when_none_is_configured() -> None:
     assert decoder.retry is None and decoder.last_event_id == f"{stream_id}:1"
 
 
+def test_a_released_stream_announces_a_retry_of_0() -> None:
+    # retry_ms=0 is configured, not absent: "reconnect at once", as the priming event says.
+    srv = make_server(retry_ms=0)
+    sid = open_session(srv)
+    conn, stream_id = start_call(srv, sid)
+    conn.send_progress(2, 1)
+    srv.release_stream(stream_id)
+    out = outputs(srv)[stream_id]
+    assert out.end and out.data.endswith(b"retry: 0\n\n")
+    decoder = SSEDecoder()
+    decoder.feed(out.data)
+    assert decoder.retry == 0 and decoder.last_event_id == f"{stream_id}:1"
+
+
 # ================================================================== legacy: eviction
 
 

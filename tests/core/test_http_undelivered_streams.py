@@ -74,6 +74,18 @@ def test_an_undelivered_stream_replayed_whole_counts_as_delivered() -> None:
     assert _resumed(srv, sid, away) == 410
 
 
+def test_an_undelivered_stream_replayed_whole_leaves_the_undelivered_count() -> None:
+    """Counted as delivered once replayed whole, it no longer takes a place among the
+    undelivered: more of those than their bound do not push it out."""
+    srv = make_server(event_store=InMemoryEventStore(), max_ended_streams=2)
+    sid = open_session(srv)
+    away = _answered_while_away(srv, sid, 2)
+    assert isinstance(_resumed(srv, sid, away), list)
+    later = [_answered_while_away(srv, sid, rid) for rid in range(3, 6)]  # more than 2
+    assert isinstance(_resumed(srv, sid, away), list)
+    assert [_resumed(srv, sid, s) == 410 for s in later] == [True, False, False]
+
+
 def test_undelivered_streams_have_a_bound_of_their_own() -> None:
     store = InMemoryEventStore()
     srv = make_server(event_store=store, max_ended_streams=2)

@@ -92,6 +92,21 @@ def test_a_connection_without_routing_keeps_no_ids() -> None:
     assert server._out_ids == []  # (the ids nobody reads are not noted)
 
 
+def test_routing_is_off_when_not_asked_for() -> None:
+    """``Connection(role, config)``, as stdio, WebSocket and memory make it: no ids."""
+    config = ConnectionConfig(
+        implementation={"name": "server", "version": "1"}, capabilities=SERVER_CAPS, era="legacy"
+    )
+    client, server = ready(server=Connection("server", config))
+    rid = request_of(client, server, "tools/call", now=0.0)
+    server.send_result(rid, {"content": []})
+    assert server._out_ids == []
+    with pytest.raises(LocalProtocolError, match=r"routing=True"):
+        server.messages_to_send()
+    (message,) = server.data_to_send()
+    assert loads(message)["id"] == rid
+
+
 # ---------------------------------------------------------------- what each message names
 
 
