@@ -13,6 +13,9 @@ an answer the server may still be working on, it says so:
 * a POST written whole whose connection breaks before the answer's head (a JSON
   response): the server may have the request. It used to fail with no cancellation,
   where a stream that ends with no event id (the same, one step later) was cancelled.
+  Never an ``initialize``, though: the lifecycle forbids cancelling it
+  (``2025-11-25/basic/utilities/cancellation.mdx``: it "MUST NOT be cancelled by
+  clients"); the handshake fails, and that is all.
 
 The clock is the ``autojump_clock``: loopback I/O is done before the run loop would
 sleep, so virtual time moves only for timers (the client's ``retry`` wait).
@@ -27,7 +30,7 @@ import trio
 import trio.testing
 
 from mcp_sansio.http import InMemoryEventStore
-from mcp_trio import TransportFailed
+from mcp_trio import HandshakeFailed, TransportFailed
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_context import HttpRequestContext
@@ -36,6 +39,7 @@ from .test_http_support import (
     IO_TIMEOUT,
     App,
     Proxy,
+    _Recorder,
     call,
     client_connection_config,
     start_proxied,
@@ -43,6 +47,21 @@ from .test_http_support import (
 )
 
 NO_GET = HttpTransportConfig(open_get_stream=False)
+
+
+class DropsInitialize(Proxy):
+    """A :class:`Proxy` that reads the first ``initialize`` POST whole, then closes its
+    connection before any answer (the server never gets it); all else goes through."""
+
+    dropped = False
+
+    async def _forward(self, client: trio.SocketStream) -> None:
+        if self.dropped:
+            return await super()._forward(client)
+        request = await self._whole_request(client)
+        _Recorder(self.seen).feed(request)
+        assert b'"initialize"' in request
+        self.dropped = True
 
 
 class _Runs:
@@ -140,3 +159,20 @@ async def test_a_request_whose_connection_breaks_before_the_answer_is_cancelled(
     ]
     assert cancelled["params"]["requestId"] == started.request_id
     assert "before it answered" in cancelled["params"]["reason"]
+
+
+async def test_an_initialize_whose_connection_breaks_before_the_answer_is_not_cancelled(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, App())
+    proxy = DropsInitialize(server.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(HandshakeFailed, match="before it answered"):
+            async with open_http_client(
+                proxy.url(), connection_config=client_connection_config("legacy"), transport=NO_GET
+            ):
+                raise AssertionError("unreachable")
+        await trio.testing.wait_all_tasks_blocked()  # (the proxy has read all it was sent)
+    assert proxy.dropped
+    assert [seen.rpc_method for seen in proxy.seen] == ["initialize"]
