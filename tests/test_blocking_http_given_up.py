@@ -8,6 +8,7 @@ a Trio run of their own in another thread. Every wait is bounded.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -16,11 +17,11 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_sansio.http import InMemoryEventStore
-from mcp_trio import HttpTransportConfig, TransportFailed
+from mcp_sansio.http import HttpClient, InMemoryEventStore
+from mcp_trio import HandshakeFailed, HttpTransportConfig, TransportFailed
 from mcp_trio._blocking import BlockingClient
 
-from .trio.test_http_resume_given_up import _Runs
+from .trio.test_http_resume_given_up import DropsInitialize, _Runs
 from .trio.test_http_support import App, Proxy, served_in_thread, start_server
 
 TIMEOUT = 20.0  # seconds: an absolute bound on every wait of these tests
@@ -128,3 +129,29 @@ def test_a_request_whose_connection_breaks_before_the_answer_is_cancelled(
     assert app.cancelled == [started.request_id]
     (cancelled,) = [s.message for s in proxy.seen if s.rpc_method == "notifications/cancelled"]
     assert cancelled["params"]["requestId"] == started.request_id
+
+
+def test_an_initialize_whose_connection_breaks_before_the_answer_is_not_cancelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    posted: list[bytes] = []  # (what the client core is asked to POST: even one it
+    post = HttpClient.post  # would not get to write before it closes)
+
+    def noted(self: HttpClient, payload: bytes) -> Any:
+        posted.append(payload)
+        return post(self, payload)
+
+    monkeypatch.setattr(HttpClient, "post", noted)
+
+    async def start(nursery: trio.Nursery) -> DropsInitialize:
+        server = await start_server(nursery, App())
+        proxy = DropsInitialize(server.port)
+        await proxy.start(nursery)
+        return proxy
+
+    with served_in_thread(start) as proxy:
+        with pytest.raises(HandshakeFailed, match="before it answered"):
+            _connect(proxy.url())
+    assert proxy.dropped
+    assert [json.loads(payload)["method"] for payload in posted] == ["initialize"]
+    assert [seen.rpc_method for seen in proxy.seen] == ["initialize"]
