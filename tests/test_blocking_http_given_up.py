@@ -9,9 +9,11 @@ a Trio run of their own in another thread. Every wait is bounded.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from typing import Any
 
 import pytest
@@ -60,6 +62,30 @@ class _Served:
 
         nursery.start_soon(note_cancelled)
         return self
+
+
+class _TakesTheHeadOnly(Proxy):
+    """A :class:`Proxy` that, from a request with a body of a megabyte or more, takes
+    its head and no more: it closes its side (so the server never gets it), and the
+    client, its body still unwritten, reads the end."""
+
+    async def _pipe(
+        self,
+        src: trio.SocketStream,
+        dst: trio.SocketStream,
+        up: Any,
+        scope: trio.CancelScope,
+    ) -> None:
+        if up is None:
+            return await super()._pipe(src, dst, up, scope)
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while data := await src.receive_some(65536):
+                if re.search(rb"(?im)^content-length:\s*\d{7,}\r$", data):
+                    await src.send_eof()
+                    await trio.sleep_forever()  # (reading nothing more)
+                up.feed(data)
+                await dst.send_all(data)
+        scope.cancel()
 
 
 def _connect(url: str, **options: Any) -> BlockingClient:
@@ -155,3 +181,38 @@ def test_an_initialize_whose_connection_breaks_before_the_answer_is_not_cancelle
     assert proxy.dropped
     assert [json.loads(payload)["method"] for payload in posted] == ["initialize"]
     assert [seen.rpc_method for seen in proxy.seen] == ["initialize"]
+
+
+def test_a_request_not_written_whole_when_its_connection_breaks_is_not_cancelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server never had it: there is nothing to cancel (cancellation.mdx: only
+    requests "previously issued")."""
+    posted: list[bytes] = []
+    post = HttpClient.post
+
+    def noted(self: HttpClient, payload: bytes) -> Any:
+        posted.append(payload)
+        return post(self, payload)
+
+    monkeypatch.setattr(HttpClient, "post", noted)
+    app = App()
+
+    async def start(nursery: trio.Nursery) -> Proxy:
+        server = await start_server(nursery, app)
+        proxy = _TakesTheHeadOnly(server.port)
+        await proxy.start(nursery)
+        return proxy
+
+    with served_in_thread(start) as proxy, _connect(proxy.url()) as client:
+        # More than the sockets' buffers hold: the end is read before the body is written.
+        with pytest.raises(TransportFailed, match="closed the connection"):
+            client.call_tool("echo", {"text": "x" * 16_000_000})
+        assert client.call_tool("echo", {"text": "then"}).text == "then"
+    assert [json.loads(payload).get("method") for payload in posted] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/call",
+        "tools/call",
+    ]
+    assert [seen.rpc_method for seen in proxy.seen].count("tools/call") == 1
