@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,7 +25,10 @@ import trio
 from mcp_sansio.http import HttpClient, InMemoryEventStore
 from mcp_trio import HandshakeFailed, HttpTransportConfig, TransportFailed
 from mcp_trio._blocking import BlockingClient
+from mcp_trio._blocking_http import HttpTransport, _wait
 
+from .core.test_http_client import JSON, read, result, rpc
+from .test_blocking_http import RawServer, respond
 from .trio.test_http_resume_given_up import DropsInitialize, _Runs
 from .trio.test_http_support import App, Proxy, served_in_thread, start_server
 
@@ -216,3 +222,71 @@ def test_a_request_not_written_whole_when_its_connection_breaks_is_not_cancelled
         "tools/call",
     ]
     assert [seen.rpc_method for seen in proxy.seen].count("tools/call") == 1
+
+
+def test_a_request_given_up_before_its_connection_breaks_is_not_cancelled_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 2025-03-26 batch of two requests (the one way for a request given up to leave
+    its POST waiting: a lone one's is closed then), the first timed out and cancelled,
+    then the connection cut before the answer's head: only the second is cancelled now.
+    The transport itself, driven by hand: ``BlockingClient`` sends no batches."""
+    posted: list[bytes] = []
+    post = HttpClient.post
+
+    def noted(self: HttpClient, payload: bytes) -> Any:
+        posted.append(payload)
+        return post(self, payload)
+
+    monkeypatch.setattr(HttpClient, "post", noted)
+    got_batch, cut = threading.Event(), threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if body.startswith(b"["):
+            got_batch.set()
+            assert cut.wait(TIMEOUT)  # (then closed, with no answer)
+        else:
+            respond(sock, "202 Accepted", {}, b"")
+
+    server = RawServer(serve)
+    transport = HttpTransport(
+        server.url,
+        http_config=None,
+        transport=None,
+        ssl_context=None,
+        headers=None,
+        write_timeout=None,
+    )
+    clock = SimpleNamespace(now=time.monotonic)
+    try:
+        version = {"protocolVersion": "2025-03-26", "capabilities": {}}
+        init = transport.http.post(rpc(1, "initialize", version))
+        reader = transport.http.response(init, 200, (*JSON, (b"mcp-session-id", b"s")))
+        read(reader, result(1, {**version, "serverInfo": {"name": "s", "version": "1"}}))
+        batch = [json.loads(rpc(rid, "tools/call", {"name": "x"})) for rid in (2, 3)]
+        transport.send(json.dumps(batch).encode(), clock.now())
+        deadline = time.monotonic() + TIMEOUT
+        while not got_batch.is_set() and time.monotonic() < deadline:
+            _wait(transport, 0.05, clock, reading=True)
+        assert got_batch.is_set()  # (written whole)
+        cancel = {"requestId": 2, "reason": "timed out"}
+        transport.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+            ).encode(),
+            clock.now(),
+        )
+        cut.set()
+        while not transport.inbox and time.monotonic() < deadline:
+            _wait(transport, 0.05, clock, reading=True)
+        (failed,) = transport.inbox
+        assert json.loads(failed)["id"] == 3  # type: ignore[arg-type]
+    finally:
+        transport.close()
+        server.close()
+    cancelled = [
+        message["params"]["requestId"]
+        for message in map(json.loads, posted)
+        if isinstance(message, dict) and message.get("method") == "notifications/cancelled"
+    ]
+    assert cancelled == [2, 3]
