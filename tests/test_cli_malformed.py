@@ -14,6 +14,7 @@ import io
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,13 @@ import pytest
 from mcp_sansio import types as t
 from mcp_sansio._json import loads
 from mcp_trio._cli import main
-from mcp_trio._cli_render import ProgressDisplay
+from mcp_trio._cli_render import (
+    TYPE_DEPTH,
+    ProgressDisplay,
+    _compact,
+    _same,
+    tool_signature,
+)
 from mcp_trio._cli_util import EXIT_FAILURE
 
 WIRE_SERVER = r"""
@@ -246,5 +253,39 @@ async def test_a_log_message_nested_too_deep_for_json_dumps_is_shown() -> None:
         data = [data]
     params = t.LoggingMessageNotificationParams(level="info", data=data)
     await ProgressDisplay(stream, terminal=False).on_log(params)
-    assert stream.getvalue().startswith("[server info] [ [ [ [")
+    assert stream.getvalue().startswith("[server info] [[[[")
     assert stream.getvalue().count("\n") == 1
+
+
+def test_a_deep_log_message_s_text_grows_with_its_size_not_the_depth_squared() -> None:
+    data: Any = ["é"]
+    for _ in range(1000):
+        data = [data]
+    tracemalloc.start()
+    try:
+        text = _compact(data)  # (on_log's: the whole text is built before it is clipped)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text == "[" * 1001 + '"é"' + "]" * 1001
+    assert peak < 200_000  # (indented first, 1000 levels are 2 MB of text)
+
+
+def test_a_deep_items_schema_is_listed_cut() -> None:
+    schema: Any = {"type": "string"}
+    for _ in range(1000):
+        schema = {"type": "array", "items": schema}
+    tool = t.Tool(name="t", input_schema={"type": "object", "properties": {"a": schema}})
+    signature = tool_signature(tool)
+    assert signature == "t(a?: …" + "[]" * (TYPE_DEPTH + 1) + ")"  # (cut past TYPE_DEPTH)
+
+
+def test_values_nested_too_deep_to_compare_are_not_the_same() -> None:
+    # (A text block that differs from the structured content is shown, even when
+    # comparing them runs out of stack.)
+    a: Any = [1]
+    b: Any = [2]
+    for _ in range(5000):
+        a, b = [a], [b]
+    assert not _same(a, b)
+    assert not _same(a, a[0])

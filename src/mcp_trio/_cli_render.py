@@ -51,9 +51,8 @@ PROGRESS_LIMIT: Final = 300
 
 
 READABLE_DEPTH: Final = 32
-"""JSON nested deeper than this is shown by :func:`readable_json` as by
-:func:`pretty_json`, one member a line: its line-fitting walk recurses (and costs the
-size times the depth)."""
+"""JSON nested deeper than this is shown by :func:`readable_json` on one line: its
+line-fitting walk recurses (and costs the size times the depth)."""
 TYPE_DEPTH: Final = 16
 """How deep a listing's signature follows a parameter's schema (``anyOf``, ``items``);
 deeper is ``…``."""
@@ -64,6 +63,14 @@ def pretty_json(value: Any) -> str:
 
     What ``json.dumps(value, indent=2, ensure_ascii=False)`` writes, without recursing:
     the wire accepts JSON nested 1024 deep, deeper than Python's encoder can go."""
+    return _json_text(value, 2)
+
+
+def _json_text(value: Any, indent: int | None) -> str:
+    """What ``json.dumps(value, indent=indent, ensure_ascii=False)`` writes, without
+    recursing. With ``indent=None`` on one line, in time and space linear in the text of
+    ``value`` however deep it nests (indenting is quadratic in the depth: 2 KB nested
+    1000 deep is 2 MB indented)."""
     parts: list[str] = []
     todo: list[str | tuple[Any, int]] = [(value, 0)]  # text to write, or (value, depth)
     while todo:
@@ -73,13 +80,17 @@ def pretty_json(value: Any) -> str:
             continue
         value, depth = item
         if isinstance(value, dict | list | tuple) and value:
-            inner = "\n" + "  " * (depth + 1)
-            todo.append("\n" + "  " * depth + ("}" if isinstance(value, dict) else "]"))
+            if indent is None:
+                inner, sep, close = "", ", ", ""
+            else:
+                inner, sep = "\n" + " " * (indent * (depth + 1)), ","
+                close = "\n" + " " * (indent * depth)
+            todo.append(close + ("}" if isinstance(value, dict) else "]"))
             members = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
             for index in range(len(members) - 1, -1, -1):
                 key, member = members[index]
                 todo.append((member, depth + 1))
-                head = inner if index == 0 else "," + inner
+                head = inner if index == 0 else sep + inner
                 if isinstance(value, dict):
                     name = key if isinstance(key, str) else json.dumps(key)  # (as json does)
                     head += json.dumps(name, ensure_ascii=False) + ": "
@@ -104,9 +115,10 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 def readable_json(value: Any, width: int = 80) -> str:
     """``value`` as JSON for people: indented, but an array or object that fits in the
-    line is kept on it (nested past :data:`READABLE_DEPTH`: as :func:`pretty_json`)."""
+    line is kept on it (nested past :data:`READABLE_DEPTH`: on one line, as
+    ``json.dumps`` writes it; indented, its text would grow with the square of the depth)."""
     if isinstance(value, dict | list | tuple) and _deeper_than(value, READABLE_DEPTH):
-        return pretty_json(value)
+        return _json_text(value, None)
     return _readable(value, width, 0, 0)
 
 
@@ -151,12 +163,12 @@ _NOT_JSON = object()
 
 
 def _compact(value: Any) -> str:
-    """``value`` as JSON on one line (nested too deep for ``json.dumps``: its
-    :func:`pretty_json`, folded)."""
+    """``value`` as JSON on one line (nested too deep for ``json.dumps``: written
+    without recursing, in linear time, non-ASCII kept)."""
     try:
         return json.dumps(value)
     except RecursionError:
-        return one_line(pretty_json(value), None)
+        return _json_text(value, None)
 
 
 # ---------------------------------------------------------------------- content

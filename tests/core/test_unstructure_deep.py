@@ -77,13 +77,43 @@ def test_pretty_json_is_json_dumps_indented(value: Any) -> None:
 def test_pretty_and_readable_json_of_deep_json() -> None:
     value = loads(DEEP_TEXT)
     shown = pretty_json(value)
-    assert shown == readable_json(value)  # (past READABLE_DEPTH: one member a line)
+    readable = readable_json(value)  # (past READABLE_DEPTH: on one line)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(10_000)
     try:
         assert shown == json.dumps(value, indent=2, ensure_ascii=False)
+        assert readable == json.dumps(value, ensure_ascii=False)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_readable_json_of_a_deep_chain_grows_with_its_size_not_the_depth_squared() -> None:
+    value: Any = ["é"]
+    for _ in range(1000):
+        value = [value, {"k": None}]
+    shown = readable_json(value)
+    assert len(shown) < 20 * 1000  # (indented: 2 spaces a level on each line)
+    assert shown.startswith("[[[[") and '["é"], {"k": null}], {"k": null}]' in shown
+    assert "\n" not in shown
+
+
+def test_unstructure_copies_a_dict_only_chain() -> None:
+    schema: Any = {"type": "string"}
+    for _ in range(1000):  # (the usual deep shape: properties within properties)
+        schema = {"properties": schema}
+    out = unstructure(t.Tool(name="t", input_schema={"type": "object", "x": schema}))
+    copied, depth = out["inputSchema"]["x"], 0
+    while "properties" in copied:
+        copied = copied["properties"]
+        depth += 1
+    assert depth == 1000
+    assert copied == {"type": "string"}
+
+
+def test_pretty_json_keeps_non_ascii_keys() -> None:
+    value = {"é→": ["ü"], "k": {"日本": 1}}
+    assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+    assert '"日本": 1' in pretty_json(value)
 
 
 def test_readable_json_keeps_what_fits_on_a_line() -> None:
