@@ -32,10 +32,11 @@ per class.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping
 from itertools import repeat
-from types import NoneType, UnionType
-from typing import Any, Final, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
+from types import FrameType, NoneType, UnionType
+from typing import Any, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
 from cattrs import BaseValidationError, ClassValidationError, IterableValidationError
@@ -475,37 +476,55 @@ _converter.register_unstructure_hook_factory(attrs.has, _attrs_unstructure_hook)
 # ``Any`` members (schemas, ``_meta``, extra fields) hold plain JSON almost always: copy it
 # without cattrs' per-value dispatch, and dispatch only what is not plain JSON.
 _JSON_SCALARS = frozenset({str, int, float, bool, NoneType})
-_RECURSIVE_DEPTH: Final = 64
-"""Plain JSON nested deeper than this is copied by :func:`_unstructure_deep`: the parser
-accepts 1024 levels, and the recursive copy takes two frames a level."""
 
 
-def _unstructure_json(value: Any, depth: int = 0) -> Any:
+def _unstructure_json(value: Any) -> Any:
+    """A copy of plain JSON (anything else in it unstructured by its class).
+
+    Recursive, as fast as a copy gets; JSON nested deeper than the stack (the parser
+    accepts 1024 levels, the copy takes one or two frames a level) is copied again by
+    :func:`_unstructure_deep`. A ``try`` costs nothing until it raises (3.11), so the
+    usual shallow value pays no depth count. Only copies are made: what the failed
+    attempt built is dropped, the value is untouched.
+
+    Within an outer recursive copy (this value is a member of an object unstructured by
+    its class, inside JSON), the error is left to that copy to start over: were each
+    level to start over, objects nested in each other's JSON would be copied again at
+    every level, twice as often per level (exponential). So each value is copied
+    recursively at most once more than it nests objects."""
+    try:
+        return _unstructure_json_fast(value)
+    except RecursionError:
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code in _RECURSIVE_COPY:
+                raise
+            frame = frame.f_back
+        return _unstructure_deep(value)
+
+
+def _unstructure_json_fast(value: Any) -> Any:
     kind = type(value)
     # An object or array of scalars only (most of a schema) is copied in one step; an
     # object with other members by _unstructure_mixed.
     if kind is dict:
         if _JSON_SCALARS.issuperset(map(type, value.values())):
             return value.copy()
-        return _unstructure_mixed(value, depth)
+        return _unstructure_mixed(value)
     if kind is list:
         if _JSON_SCALARS.issuperset(map(type, value)):
             return value.copy()
-        if depth > _RECURSIVE_DEPTH:
-            return _unstructure_deep(value)
-        return [v if type(v) in _JSON_SCALARS else _unstructure_json(v, depth + 1) for v in value]
+        return [v if type(v) in _JSON_SCALARS else _unstructure_json_fast(v) for v in value]
     if kind in _JSON_SCALARS:
         return value
     return _converter.unstructure(value)
 
 
-def _unstructure_mixed(value: dict[Any, Any], depth: int = 0) -> dict[Any, Any]:
+def _unstructure_mixed(value: dict[Any, Any]) -> dict[Any, Any]:
     """A copy of an object some of whose members are not scalars: copied, then those
     members replaced by their own copies; an object of scalars among them (a schema's
     properties) without a call, and an object of other members without checking its
     members' types again."""
-    if depth > _RECURSIVE_DEPTH:
-        return _unstructure_deep(value)  # type: ignore[no-any-return]
     out = value.copy()
     for key, member in value.items():
         member_kind = type(member)
@@ -513,10 +532,13 @@ def _unstructure_mixed(value: dict[Any, Any], depth: int = 0) -> dict[Any, Any]:
             if _JSON_SCALARS.issuperset(map(type, member.values())):
                 out[key] = member.copy()
             else:
-                out[key] = _unstructure_mixed(member, depth + 1)
+                out[key] = _unstructure_mixed(member)
         elif member_kind not in _JSON_SCALARS:
-            out[key] = _unstructure_json(member, depth + 1)
+            out[key] = _unstructure_json_fast(member)
     return out
+
+
+_RECURSIVE_COPY = frozenset({_unstructure_json_fast.__code__, _unstructure_mixed.__code__})
 
 
 def _unstructure_deep(value: Any) -> Any:

@@ -120,3 +120,16 @@ def test_readable_json_keeps_what_fits_on_a_line() -> None:
     assert readable_json({"a": [1, 2]}) == '{"a": [1, 2]}'
     long = "x" * 80
     assert readable_json({"a": long, "b": [1]}) == f'{{\n  "a": "{long}",\n  "b": [1]\n}}'
+
+
+def test_objects_nested_in_each_other_s_json_are_copied_once_per_level() -> None:
+    # (Each object's JSON is its own copy: were each to start over when the stack runs
+    # out, the work would double per level.)
+    value = t.TextContent(text="x")
+    for index in range(120):
+        value = t.TextContent(text=str(index), meta={"a": [value]})
+    out = unstructure(value)
+    for index in reversed(range(120)):
+        assert out["text"] == str(index)
+        (out,) = out["_meta"]["a"]
+    assert out == {"type": "text", "text": "x"}
