@@ -133,7 +133,12 @@ MAX_LIST_BYTES: Final = 64 * 1024 * 1024
 """Auto-pagination gives up past this many bytes of pages (their JSON), all pages
 together: each page may be as large as a message (4 MiB by default), so the page bound
 alone lets a server grow one listing to gigabytes (pages of one tool with a 4 MB
-description)."""
+description). The first page is not counted (it is within the message bound, and a
+listing of one page, the usual one, is not written out again to be measured).
+
+It bounds the JSON, not the memory: the listing's objects take more than their text,
+up to about 24 times as much for JSON of tiny objects (pages of ``{}``s in a schema:
+about 1.6 GB at this bound)."""
 MAX_OUTPUT_SCHEMA_NODES: Final = 2_000
 """A tool's ``outputSchema`` with more subschemas than this, its ``$ref``s expanded, is
 not used to validate results: a small schema can expand to one too costly to validate
@@ -1061,7 +1066,9 @@ class Pager:
     forbids any other "determination based on cursor value", so a stateful server may
     hand out the same string twice, and ``""`` is a cursor like any other). A server
     that never stops is bounded by :data:`MAX_LIST_PAGES`, :data:`MAX_LIST_ITEMS` and
-    :data:`MAX_LIST_BYTES`.
+    :data:`MAX_LIST_BYTES` (the bytes of every page but the first: a one-page listing
+    is not written out again to be measured, and the count falls short by at most one
+    page, itself within the message bound).
 
     Error handling:
         :meth:`add` raises ``RemoteProtocolError`` when a page is malformed (no items
@@ -1090,7 +1097,8 @@ class Pager:
             raise RemoteProtocolError(f"invalid {self.method} result: no {self._key!r} array")
         if len(self.items) + len(items) > MAX_LIST_ITEMS:
             raise RemoteProtocolError(f"{self.method}: more than {MAX_LIST_ITEMS} items")
-        self._bytes += _page_bytes(items)
+        if self._pages:  # (the first page is within the message bound: see MAX_LIST_BYTES)
+            self._bytes += _page_bytes(items)
         if self._bytes > MAX_LIST_BYTES:
             raise RemoteProtocolError(
                 f"{self.method}: more than {MAX_LIST_BYTES} bytes of pages (MAX_LIST_BYTES)"

@@ -11,7 +11,7 @@ from trio.testing import MockClock
 
 from mcp_sansio import ConnectionConfig, RemoteProtocolError
 from mcp_sansio import types as t
-from mcp_trio import Handlers, RequestContext
+from mcp_trio import Handlers, RequestContext, _client_common
 from mcp_trio._client import open_client
 from mcp_trio._client_common import MAX_LIST_BYTES, MAX_LIST_PAGES, Pager
 
@@ -34,8 +34,9 @@ def test_pages_past_the_byte_budget_are_refused() -> None:
     with pytest.raises(RemoteProtocolError, match=f"more than {MAX_LIST_BYTES} bytes"):
         while pages.add(_page(taken)):
             taken += 1
-    # 16 pages of 4 MB fit in 64 MiB, the 17th goes past it: far below the page bound.
-    assert taken == MAX_LIST_BYTES // 4_000_000 == 16
+    # The first page is not counted; 16 more of 4 MB fit in 64 MiB, the 17th goes past
+    # it: far below the page bound.
+    assert taken == 1 + MAX_LIST_BYTES // 4_000_000 == 17
     assert taken < MAX_LIST_PAGES
 
 
@@ -49,7 +50,7 @@ def test_nesting_too_deep_to_encode_is_counted_too() -> None:
     with pytest.raises(RemoteProtocolError, match="bytes of pages"):
         while pages.add({"tools": [{"name": "t", "inputSchema": schema}], "nextCursor": ""}):
             taken += 1
-    assert taken == 63  # (each page a little over 1 MiB)
+    assert taken == 64  # (each page a little over 1 MiB, the first not counted)
 
 
 async def test_a_client_stops_listing_past_the_budget(autojump_clock: MockClock) -> None:
@@ -66,4 +67,22 @@ async def test_a_client_stops_listing_past_the_budget(autojump_clock: MockClock)
     ) as client:
         with pytest.raises(RemoteProtocolError, match="bytes of pages"):
             await client.list_tools()
-    assert len(calls) == 17  # (the 17th went past: 17 x 4 MB > 64 MiB)
+    assert len(calls) == 18  # (the 18th went past: 17 counted x 4 MB > 64 MiB)
+
+
+def test_a_one_page_listing_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    measured: list[Any] = []
+    page_bytes = _client_common._page_bytes
+
+    def counting(items: Any) -> int:
+        measured.append(items)
+        return page_bytes(items)
+
+    monkeypatch.setattr(_client_common, "_page_bytes", counting)
+    pages = Pager("tools/list", "tools", t.Tool)
+    assert not pages.add({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+    assert measured == []  # (within the message bound: writing it out again costs ~15 µs)
+    pages = Pager("tools/list", "tools", t.Tool)
+    assert pages.add(_page(0))
+    assert not pages.add({"tools": _page(1)["tools"]})
+    assert measured == [_page(1)["tools"]]
