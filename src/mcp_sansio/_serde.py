@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable, Mapping
 from itertools import repeat
 from types import FrameType, NoneType, UnionType
-from typing import Any, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
+from typing import Any, Final, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
 from cattrs import BaseValidationError, ClassValidationError, IterableValidationError
@@ -541,26 +541,39 @@ def _unstructure_mixed(value: dict[Any, Any]) -> dict[Any, Any]:
 _RECURSIVE_COPY = frozenset({_unstructure_json_fast.__code__, _unstructure_mixed.__code__})
 
 
+_MAX_DEEP_COPY_DEPTH: Final = 100_000
+
+
 def _unstructure_deep(value: Any) -> Any:
     """:func:`_unstructure_json` without recursing: plain dicts and lists are copied
-    with a stack of their own, anything else is unstructured by its class."""
+    with a stack of their own, anything else is unstructured by its class. Past
+    ``_MAX_DEEP_COPY_DEPTH`` levels (a hundred times what the parser accepts) it raises
+    ``RecursionError``, as the recursive copy did: a list or dict that contains itself
+    would otherwise be copied for ever."""
     top: list[Any] = [None]
-    # (the source container, the copy, the key in the copy to fill)
-    todo: list[tuple[Any, Any, Any]] = [(value, top, 0)]
+    # (the source container, the copy, the key in the copy to fill, its depth)
+    todo: list[tuple[Any, Any, Any, int]] = [(value, top, 0, 0)]
     while todo:
-        item, parent, key = todo.pop()
+        item, parent, key, depth = todo.pop()
         kind = type(item)
+        if kind is dict or kind is list:
+            if depth >= _MAX_DEEP_COPY_DEPTH:
+                raise RecursionError(
+                    f"a value nested more than {_MAX_DEEP_COPY_DEPTH} levels deep"
+                    " (a list or dict that contains itself?)"
+                )
+            depth += 1
         if kind is dict:
             copy: Any = item.copy()
             todo.extend(
-                (member, copy, name)
+                (member, copy, name, depth)
                 for name, member in item.items()
                 if type(member) not in _JSON_SCALARS
             )
         elif kind is list:
             copy = list(item)
             todo.extend(
-                (member, copy, index)
+                (member, copy, index, depth)
                 for index, member in enumerate(item)
                 if type(member) not in _JSON_SCALARS
             )

@@ -133,3 +133,17 @@ def test_objects_nested_in_each_other_s_json_are_copied_once_per_level() -> None
         assert out["text"] == str(index)
         (out,) = out["_meta"]["a"]
     assert out == {"type": "text", "text": "x"}
+
+
+@pytest.mark.parametrize("kind", ["list", "dict"])
+def test_a_value_that_contains_itself_raises_recursion_error(kind: str) -> None:
+    # (the recursive copy raised RecursionError; the copy without recursion must not
+    # go on for ever)
+    cyclic: Any = []
+    if kind == "list":
+        cyclic.append(cyclic)
+    else:
+        cyclic = {"self": None}
+        cyclic["self"] = cyclic
+    with pytest.raises(RecursionError, match="contains itself"):
+        unstructure({"v": cyclic})
