@@ -113,6 +113,21 @@ def served() -> Iterator[Callable[..., _Served]]:
         context.__exit__(None, None, None)
 
 
+@pytest.fixture
+def posted(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """What the client core is asked to POST, in order (even one it would not get to
+    write before it closes)."""
+    payloads: list[bytes] = []
+    post = HttpClient.post
+
+    def noted(self: HttpClient, payload: bytes) -> Any:
+        payloads.append(payload)
+        return post(self, payload)
+
+    monkeypatch.setattr(HttpClient, "post", noted)
+    return payloads
+
+
 def test_a_refused_resumption_of_one_request_fails_it_as_ours_and_cancels_it(
     served: Callable[..., _Served],
 ) -> None:
@@ -163,17 +178,8 @@ def test_a_request_whose_connection_breaks_before_the_answer_is_cancelled(
 
 
 def test_an_initialize_whose_connection_breaks_before_the_answer_is_not_cancelled(
-    monkeypatch: pytest.MonkeyPatch,
+    posted: list[bytes],
 ) -> None:
-    posted: list[bytes] = []  # (what the client core is asked to POST: even one it
-    post = HttpClient.post  # would not get to write before it closes)
-
-    def noted(self: HttpClient, payload: bytes) -> Any:
-        posted.append(payload)
-        return post(self, payload)
-
-    monkeypatch.setattr(HttpClient, "post", noted)
-
     async def start(nursery: trio.Nursery) -> DropsInitialize:
         server = await start_server(nursery, App())
         proxy = DropsInitialize(server.port)
@@ -188,18 +194,10 @@ def test_an_initialize_whose_connection_breaks_before_the_answer_is_not_cancelle
 
 
 def test_a_request_not_written_whole_when_its_connection_breaks_is_not_cancelled(
-    monkeypatch: pytest.MonkeyPatch,
+    posted: list[bytes],
 ) -> None:
     """The server never had it: there is nothing to cancel (cancellation.mdx: only
     requests "previously issued")."""
-    posted: list[bytes] = []
-    post = HttpClient.post
-
-    def noted(self: HttpClient, payload: bytes) -> Any:
-        posted.append(payload)
-        return post(self, payload)
-
-    monkeypatch.setattr(HttpClient, "post", noted)
     app = App()
 
     async def start(nursery: trio.Nursery) -> Proxy:
@@ -223,20 +221,12 @@ def test_a_request_not_written_whole_when_its_connection_breaks_is_not_cancelled
 
 
 def test_a_request_given_up_before_its_connection_breaks_is_not_cancelled_again(
-    monkeypatch: pytest.MonkeyPatch,
+    posted: list[bytes],
 ) -> None:
     """A 2025-03-26 batch of two requests (the one way for a request given up to leave
     its POST waiting: a lone one's is closed then), the first timed out and cancelled,
     then the connection cut before the answer's head: only the second is cancelled now.
     The transport itself, driven by hand: ``BlockingClient`` sends no batches."""
-    posted: list[bytes] = []
-    post = HttpClient.post
-
-    def noted(self: HttpClient, payload: bytes) -> Any:
-        posted.append(payload)
-        return post(self, payload)
-
-    monkeypatch.setattr(HttpClient, "post", noted)
     got_batch, cut = threading.Event(), threading.Event()
 
     def serve(sock: socket.socket, head: bytes, body: bytes) -> None:
