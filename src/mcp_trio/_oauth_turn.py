@@ -130,6 +130,23 @@ def _key(storage: object, resource: str, issuer: str) -> tuple[object, str, str]
     return (id(storage) if where is None else where, resource, issuer)
 
 
+def _enter(key: tuple[object, str, str]) -> Turn:
+    """The turn of ``key``, its entry made if none, counted one user more (the
+    caller's: :func:`_leave` when done). Under :data:`_MUTEX` (the caller holds it)."""
+    turn = _TURNS.get(key)
+    if turn is None:
+        turn = _TURNS[key] = Turn()
+    turn.users += 1
+    return turn
+
+
+def _leave(key: tuple[object, str, str], turn: Turn) -> None:
+    """One user of ``turn`` less; its entry goes with the last. Under :data:`_MUTEX`."""
+    turn.users -= 1
+    if not turn.users:
+        del _TURNS[key]
+
+
 @contextmanager
 @trio.lowlevel.enable_ki_protection  # (its counts: see Turn.release; not the save's)
 def note_save(storage: object, resource: str, issuer: str) -> Iterator[None]:
@@ -139,10 +156,7 @@ def note_save(storage: object, resource: str, issuer: str) -> Iterator[None]:
     entry lives meanwhile, so that a refresh that takes the turn later sees it)."""
     key = _key(storage, resource, issuer)
     with _MUTEX:
-        turn = _TURNS.get(key)
-        if turn is None:
-            turn = _TURNS[key] = Turn()
-        turn.users += 1
+        turn = _enter(key)
         turn.saves += 1
         turn.saving += 1
     try:
@@ -150,9 +164,7 @@ def note_save(storage: object, resource: str, issuer: str) -> Iterator[None]:
     finally:
         with _MUTEX:
             turn.saving -= 1
-            turn.users -= 1
-            if not turn.users:
-                del _TURNS[key]
+            _leave(key, turn)
 
 
 @asynccontextmanager
@@ -163,10 +175,7 @@ async def refresh_turn(storage: object, resource: str, issuer: str) -> AsyncIter
     the others wait, first come first served (cancellable)."""
     key = _key(storage, resource, issuer)
     with _MUTEX:
-        turn = _TURNS.get(key)
-        if turn is None:
-            turn = _TURNS[key] = Turn()
-        turn.users += 1
+        turn = _enter(key)
     try:
         await turn.acquire()
         try:
@@ -175,6 +184,4 @@ async def refresh_turn(storage: object, resource: str, issuer: str) -> AsyncIter
             turn.release()
     finally:
         with _MUTEX:
-            turn.users -= 1
-            if not turn.users:
-                del _TURNS[key]
+            _leave(key, turn)
