@@ -88,7 +88,7 @@ import ssl
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
@@ -1807,59 +1807,47 @@ class Authorizer:
         Raises:
             Exception: from the storage.
         """
-        storage = self.oauth.storage
-        if resource is None:  # (nothing stored: nobody to take turns with)
-            return await self._renew_now(token, metadata, issuer, None, client, current, None)
-        # One refresh at a time of this token of the storage, in the whole process: a
-        # client that comes second takes the token the first one stored.
-        async with refresh_turn(storage, resource, issuer) as turn:
-            return await self._renew_now(token, metadata, issuer, resource, client, current, turn)
-
-    async def _renew_now(
-        self,
-        token: OAuthToken,
-        metadata: AuthorizationServerMetadata,
-        issuer: str,
-        resource: str | None,
-        client: ClientCredentials | None,
-        current: Callable[[], bool],
-        turn: Turn | None,
-    ) -> tuple[OAuthToken | None, ClientCredentials | None, bool]:
-        """:meth:`_renew`, its ``turn`` taken (``None``: no ``resource``)."""
         storage, clock = self.oauth.storage, self.oauth.clock
-        for _ in range(2):  # (the token in the storage may need a refresh itself)
-            stored = None if resource is None else await storage.load_token(resource, issuer)
-            if stored is not None and stored != token and self._usable(stored) is not None:
-                if not stored.expired(clock()):
-                    return stored, client, False  # another client refreshed it
-                if stored.refresh_token is None:
-                    break
-                token = stored
-                continue
-            break
-        try:
-            new, client = await self._refresh_exchange(token, metadata, resource, client)
-        except (OAuthError, trio.TooSlowError) as exc:
-            logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
-            saves = None if turn is None else turn.saves
-            stored = None if resource is None else await storage.load_token(resource, issuer)
-            if stored is not None and stored != token and self._usable(stored) is not None:
-                if not stored.expired(clock()):
-                    return stored, client, False  # another client refreshed it meanwhile
+        # One refresh at a time of this token of the storage, in the whole process: a
+        # client that comes second takes the token the first one stored (no resource:
+        # nothing stored, nobody to take turns with).
+        taking: AbstractAsyncContextManager[Turn | None] = (
+            nullcontext() if resource is None else refresh_turn(storage, resource, issuer)
+        )
+        async with taking as turn:
+            for _ in range(2):  # (the token in the storage may need a refresh itself)
+                stored = None if resource is None else await storage.load_token(resource, issuer)
+                if stored is not None and stored != token and self._usable(stored) is not None:
+                    if not stored.expired(clock()):
+                        return stored, client, False  # another client refreshed it
+                    if stored.refresh_token is None:
+                        break
+                    token = stored
+                    continue
+                break
+            try:
+                new, client = await self._refresh_exchange(token, metadata, resource, client)
+            except (OAuthError, trio.TooSlowError) as exc:
+                logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
+                saves = None if turn is None else turn.saves
+                stored = None if resource is None else await storage.load_token(resource, issuer)
+                if stored is not None and stored != token and self._usable(stored) is not None:
+                    if not stored.expired(clock()):
+                        return stored, client, False  # another client refreshed it meanwhile
+                    return None, client, False
+                # Forget only the very token refused: another one there (bound to another
+                # process's DPoP key, say) is not this client's to erase, nor one a flow
+                # began to save since the storage was read, or is saving still (begun
+                # before, it may land after the read: slow writes). No checkpoint from this
+                # check to the save: a later one comes after it.
+                if stored is not None and stored == token and current():
+                    assert resource is not None and turn is not None
+                    if turn.saves == saves and not turn.saving:
+                        await self._store(resource, issuer, None)
                 return None, client, False
-            # Forget only the very token refused: another one there (bound to another
-            # process's DPoP key, say) is not this client's to erase, nor one a flow
-            # began to save since the storage was read, or is saving still (begun
-            # before, it may land after the read: slow writes). No checkpoint from this
-            # check to the save: a later one comes after it.
-            if stored is not None and stored == token and current():
-                assert resource is not None and turn is not None
-                if turn.saves == saves and not turn.saving:
-                    await self._store(resource, issuer, None)
-            return None, client, False
-        if resource is not None and current():
-            await self._store(resource, issuer, new)
-        return new, client, True
+            if resource is not None and current():
+                await self._store(resource, issuer, new)
+            return new, client, True
 
     async def _load_stored(self) -> None:
         """Before the first request: put in use the token the storage kept for this
