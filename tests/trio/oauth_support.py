@@ -1,5 +1,6 @@
 """What the OAuth tests (``test_oauth.py``, ``test_oauth_e2e.py``,
-``test_oauth_grants.py``, the keep-alive and GET stream ones) share."""
+``test_oauth_grants.py``, ``test_oauth_shared_refresh.py``, the keep-alive and GET
+stream ones) share."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ import trio
 import trio.testing
 
 from mcp_sansio._json import dumps
-from mcp_trio import OAuth, fetch_authorization_redirect
+from mcp_trio import (
+    ClientCredentials,
+    InMemoryOAuthStorage,
+    OAuth,
+    OAuthToken,
+    fetch_authorization_redirect,
+)
 
 from .test_http_support import serve_routes
 
@@ -35,6 +42,33 @@ def oauth(**kwargs: Any) -> OAuth:
         "on_authorize": fetch_authorization_redirect,
     }
     return OAuth(**{**options, **kwargs})
+
+
+class Storage:
+    """An :class:`~mcp_trio.OAuthStorage` in memory, without ``load_server`` (a new
+    client discovers, then finds the stored token at its first ``401``), whose
+    ``save_token`` takes ``save_seconds`` (a keyring: Trio's clock) and is recorded."""
+
+    def __init__(self, save_seconds: float = 0.0) -> None:
+        self.memory = InMemoryOAuthStorage()
+        self.tokens = self.memory.tokens
+        self.save_seconds = save_seconds
+        self.saved: list[OAuthToken | None] = []
+
+    async def load_client(self, issuer: str) -> ClientCredentials | None:
+        return await self.memory.load_client(issuer)
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        await self.memory.save_client(issuer, client)
+
+    async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+        return await self.memory.load_token(resource, issuer)
+
+    async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        if self.save_seconds:
+            await trio.sleep(self.save_seconds)
+        self.saved.append(token)
+        await self.memory.save_token(resource, issuer, token)
 
 
 class User:

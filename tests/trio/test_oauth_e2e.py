@@ -46,7 +46,7 @@ from mcp_trio import (
     open_client,
 )
 
-from .oauth_support import User, oauth, s256
+from .oauth_support import Storage, User, oauth, s256
 from .test_http_support import IO_TIMEOUT, serve_routes
 
 Era = Literal["legacy", "modern"]
@@ -819,20 +819,7 @@ async def test_a_refresh_ending_while_a_flow_stores_its_token_is_dropped(
     stepping_up = False
     gate = trio.Event()
 
-    class SlowKeyring:
-        def __init__(self) -> None:
-            self.memory = InMemoryOAuthStorage()
-            self.tokens = self.memory.tokens
-
-        async def load_client(self, issuer: str) -> ClientCredentials | None:
-            return await self.memory.load_client(issuer)
-
-        async def save_client(self, issuer: str, client: ClientCredentials) -> None:
-            await self.memory.save_client(issuer, client)
-
-        async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
-            return await self.memory.load_token(resource, issuer)
-
+    class SlowKeyring(Storage):
         async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
             await self.memory.save_token(resource, issuer, token)
             if stepping_up and token is not None and "more" in (token.scope or ""):

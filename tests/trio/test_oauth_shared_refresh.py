@@ -20,46 +20,17 @@ import trio.testing
 from mcp_sansio import BearerChallenge
 from mcp_trio import (
     Client,
-    ClientCredentials,
     FileOAuthStorage,
-    InMemoryOAuthStorage,
     OAuthToken,
     open_client,
 )
 from mcp_trio._oauth_turn import _TURNS, _Waiter, refresh_turn
 
-from .oauth_support import User, oauth
+from .oauth_support import Storage, User, oauth
 from .test_http_support import IO_TIMEOUT
 from .test_oauth_e2e import Setup, start_refreshing
 
 GRANTED = "alice ['mcp', 'offline_access']"
-
-
-class Storage:
-    """An :class:`~mcp_trio.OAuthStorage` in memory, without ``load_server`` (a new
-    client discovers, then finds the stored token at its first ``401``), whose
-    ``save_token`` takes ``save_seconds`` (a keyring: Trio's clock) and is recorded."""
-
-    def __init__(self, save_seconds: float = 0.0) -> None:
-        self.memory = InMemoryOAuthStorage()
-        self.tokens = self.memory.tokens
-        self.save_seconds = save_seconds
-        self.saved: list[OAuthToken | None] = []
-
-    async def load_client(self, issuer: str) -> ClientCredentials | None:
-        return await self.memory.load_client(issuer)
-
-    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
-        await self.memory.save_client(issuer, client)
-
-    async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
-        return await self.memory.load_token(resource, issuer)
-
-    async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
-        if self.save_seconds:
-            await trio.sleep(self.save_seconds)
-        self.saved.append(token)
-        await self.memory.save_token(resource, issuer, token)
 
 
 async def _call_both(a: Client, b: Client) -> list[str]:
