@@ -9,34 +9,14 @@ with "tools/call timed out" in the middle of the question, legacy era only).
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Literal
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTES = "examples/notes_server.py"
-TIMEOUT = 30
-
-
-def _read_terminal(fd: int, until: bytes, deadline: float) -> bytes:
-    """What the terminal shows until ``until`` or ``deadline`` (or the end)."""
-    seen = b""
-    while time.monotonic() < deadline and until not in seen:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:  # EIO: every process on the terminal has exited
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
+from .test_cli import NOTES, ROOT, TIMEOUT, _read_terminal
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
