@@ -121,6 +121,7 @@ from mcp_sansio import (
     Role,
     SubscriptionNotificationReceived,
 )
+from mcp_sansio._conn_receive import _PER_REQUEST
 from mcp_sansio._errors import SHUTTING_DOWN
 from mcp_sansio._events import transport_errors
 from mcp_sansio._json import dumps, loads
@@ -165,8 +166,9 @@ logger = logging.getLogger("mcp_trio")
 
 _START = frozenset({"initialize", "server/discover"})
 # The server's requests our user answers (legacy): the core holds our requests' timers
-# until the answer (Connection.next_deadline), and the timer must hear of it then.
-_QUESTIONS: Final = frozenset({"elicitation/create", "sampling/createMessage"})
+# until the answer (Connection.next_deadline), and the timer must hear of it then. The
+# core's own set, which it holds the timers for (_on_client_side_request).
+_QUESTIONS: Final = _PER_REQUEST
 
 #: The types of message a channel marks (see Session._receive_marked): a type in a set
 #: is one test, as one type alone was, for the plain bytes (or str) of the common path.
