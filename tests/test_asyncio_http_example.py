@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +17,8 @@ import trio
 
 from mcp_trio import Context
 from mcp_trio._cli_notes import NoteStore, create_server
+
+from .trio.test_http_support import Proxy
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "asyncio_http_client.py"
@@ -101,18 +102,10 @@ async def _cutting_proxy(
 
     async def handle(client: trio.SocketStream) -> None:
         async with client:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = await client.receive_some(65536)
-                if not chunk:
-                    return
-                data += chunk
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-            while length is not None and len(body) < int(length.group(1)):
-                chunk = await client.receive_some(65536)
-                data += chunk
-                body += chunk
+            data = await Proxy._whole_request(client)
+            _, found, body = data.partition(b"\r\n\r\n")
+            if not found:
+                return
             if cut(body):
                 if reply:
                     await client.send_all(reply)

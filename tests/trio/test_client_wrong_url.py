@@ -7,7 +7,6 @@ server that answers every request with one fixed response.
 
 from __future__ import annotations
 
-import re
 from functools import partial
 
 import pytest
@@ -19,6 +18,8 @@ from mcp_trio._client import open_client
 from mcp_trio._client_common import EraName
 from mcp_trio._errors_base import name_the_endpoint
 from mcp_trio._server import Server
+
+from .test_http_support import Proxy
 
 IO_TIMEOUT = 10.0
 
@@ -56,16 +57,8 @@ async def test_a_path_serve_http_does_not_serve(path: str, era: EraName) -> None
 
 async def _answer_every_request(response: bytes, stream: trio.SocketStream) -> None:
     """Read one request head (and its body, by Content-Length), answer ``response``."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            return
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    match = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-    while match is not None and len(body) < int(match[1]):
-        body += await stream.receive_some(65536)
+    if b"\r\n\r\n" not in await Proxy._whole_request(stream):
+        return
     await stream.send_all(response)
     await stream.aclose()
 
