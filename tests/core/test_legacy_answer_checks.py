@@ -16,7 +16,7 @@ import pytest
 from mcp_sansio import Connection, ConnectionConfig, LocalProtocolError, RequestReceived
 from mcp_sansio._json import loads
 
-from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .helpers import SERVER_CAPS, handshaken
 
 
 def server(version: str) -> Connection:
@@ -50,17 +50,7 @@ def fitted(version: str, root: dict[str, Any]) -> dict[str, Any]:
 def test_a_new_sessions_answers_fit_its_revision(first: str, then: str) -> None:
     """A client's ``roots/list`` answer loses a root's ``_meta`` (2025-06-18's) in a
     session of a revision before it, whichever revision the session before had."""
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="legacy"
-        ),
-        ConnectionConfig(
-            implementation={"name": "s", "version": "1"},
-            capabilities=SERVER_CAPS,
-            supported_versions=(first,),
-        ),
-    )
-    pair.handshake()
+    pair = handshaken("legacy", server={"supported_versions": (first,)})
     client = pair.client
     root = {"uri": "file:///a", "_meta": {"k": 1}}
     request = asked(pair.server, client, "roots/list", {})
@@ -83,17 +73,7 @@ def test_a_new_sessions_answers_fit_its_revision(first: str, then: str) -> None:
 def test_an_elicitation_answer_is_checked_in_a_session_that_fits_nothing() -> None:
     """2025-11-25 lacks no field (nothing is fitted), and the elicitation's answer is
     still held to its form."""
-    pair = ConnectionPair(
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="legacy"
-        ),
-        ConnectionConfig(
-            implementation={"name": "s", "version": "1"},
-            capabilities=SERVER_CAPS,
-            supported_versions=("2025-11-25",),
-        ),
-    )
-    pair.handshake()
+    pair = handshaken("legacy", server={"supported_versions": ("2025-11-25",)})
     form = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     request = asked(
         pair.server, pair.client, "elicitation/create", {"message": "n?", "requestedSchema": form}
