@@ -389,34 +389,11 @@ def check_create_task_result(result: Mapping[str, Any]) -> None:
     missing = [name for name in _REQUIRED_CREATE_FIELDS if name not in result]
     if missing:
         raise LocalProtocolError(f"a CreateTaskResult needs {', '.join(missing)}")
-    task_id, status = result["taskId"], result["status"]
-    # (A status that is not a string may not be hashable: TRANSITIONS would raise TypeError.)
-    if (
-        not isinstance(task_id, str)
-        or not task_id
-        or not (isinstance(status, str) and status in TRANSITIONS)
-    ):
-        raise LocalProtocolError(
-            "a CreateTaskResult needs a non-empty string taskId and a known status"
-        )
-    # The extension's Task: both timestamps strings (ISO 8601), ttlMs a number or null.
-    if (
-        not isinstance(result["createdAt"], str)
-        or not isinstance(result["lastUpdatedAt"], str)
-        or isinstance(_duration(result, "ttlMs", nullable=True), ErrorData)
-    ):
-        raise LocalProtocolError(
-            "a CreateTaskResult's createdAt and lastUpdatedAt are strings and its ttlMs a"
-            " non-negative number of milliseconds or null"
-        )
-    message = result.get("statusMessage")
-    if (message is not None and not isinstance(message, str)) or isinstance(
-        _duration(result, "pollIntervalMs", nullable=False), ErrorData
-    ):
-        raise LocalProtocolError(
-            "a CreateTaskResult's statusMessage is a string and its pollIntervalMs a"
-            " non-negative number of milliseconds"
-        )
+    # What a client refuses to read is not sent: the Task's members are checked by the
+    # client's own reading, so that the two agree by construction.
+    state = parse_task_state(result, detailed=False)
+    if isinstance(state, ErrorData):
+        raise LocalProtocolError(f"a CreateTaskResult a client would refuse: {state.message}")
     extra = sorted({"result", "error", "inputRequests", "requestState"}.intersection(result))
     if extra:
         raise LocalProtocolError(f"a CreateTaskResult carries no {', '.join(extra)}")
